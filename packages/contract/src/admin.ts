@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { failure, summarizeIssues } from './errors.ts';
+import type { Parsed } from './parse-request.ts';
+import { humanError, toIssues } from './zod-issues.ts';
+
+/** Credits are kept as integer micro-credits, so amounts carry at most 6 decimals. */
+const credits = z
+  .number()
+  .refine((n) => Number.isFinite(n) && Math.abs(n * 1e6 - Math.round(n * 1e6)) < 1e-6, {
+    error: 'must have at most 6 decimal places',
+  })
+  .refine((n) => Math.abs(n) <= 1e9, { error: 'must be at most 1000000000 in size' });
+
+export const CreateKeyBody = z.strictObject({
+  name: z
+    .string()
+    .min(1, { error: 'must not be empty' })
+    .max(100, { error: 'must be at most 100 characters' }),
+  credits: credits
+    .refine((n) => n >= 0, { error: 'must be at least 0' })
+    .nullable()
+    .meta({ description: 'Initial credits; null for unlimited.' }),
+  expiresAt: z.iso.datetime({ offset: true }).optional(),
+  rateLimitPerMinute: z.number().int().min(1).nullable().optional(),
+});
+export type CreateKeyBody = z.infer<typeof CreateKeyBody>;
+
+export const AdjustCreditsBody = z.strictObject({
+  amount: credits.meta({ description: 'Credits to add; negative removes.' }),
+});
+export type AdjustCreditsBody = z.infer<typeof AdjustCreditsBody>;
+
+export const KeyObject = z
+  .strictObject({
+    id: z.string(),
+    name: z.string(),
+    prefix: z.string(),
+    credits: z.number().nullable().meta({ description: 'Current balance; null = unlimited.' }),
+    rateLimitPerMinute: z.number().int().nullable(),
+    createdAt: z.string(),
+    expiresAt: z.string().nullable(),
+    revokedAt: z.string().nullable(),
+    lastUsedAt: z.string().nullable(),
+  })
+  .meta({ id: 'KeyObject' });
+export type KeyObject = z.infer<typeof KeyObject>;
+
+export const CreatedKey = KeyObject.extend({
+  key: z.string().meta({ description: 'The plain key, shown once.' }),
+});
+export type CreatedKey = z.infer<typeof CreatedKey>;
+
+export const UsageRecord = z.strictObject({
+  requestId: z.string(),
+  creditsUsed: z.number(),
+  input_tokens: z.number().int(),
+  output_tokens: z.number().int(),
+  questions: z.number().int(),
+  status: z.number().int(),
+  elapsedMs: z.number().int(),
+  at: z.string(),
+});
+export type UsageRecord = z.infer<typeof UsageRecord>;
+
+export const UsageReport = z.strictObject({
+  totals: z.strictObject({
+    requests: z.number().int(),
+    creditsUsed: z.number(),
+    input_tokens: z.number().int(),
+    output_tokens: z.number().int(),
+  }),
+  recent: z.array(UsageRecord),
+});
+export type UsageReport = z.infer<typeof UsageReport>;
+
+export const UsageQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(1000).default(20),
+});
+
+/** Validate an admin body (or query) against its schema: the value, or 40001 with every issue. */
+export function parseAdminInput<Schema extends z.ZodType>(
+  schema: Schema,
+  input: unknown,
+): Parsed<z.output<Schema>> {
+  const result = schema.safeParse(input, { error: humanError });
+  if (result.success) return { ok: true, value: result.data };
+  const issues = toIssues(result.error.issues);
+  return { ok: false, error: failure('invalid_request', summarizeIssues(issues), { issues }) };
+}

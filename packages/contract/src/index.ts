@@ -1,0 +1,11 @@
+export * from './admin.ts';
+export * from './answer.ts';
+export * from './envelope.ts';
+export * from './errors.ts';
+export * from './limits.ts';
+export * from './models.ts';
+export * from './own-key-record.ts';
+export * from './parse-request.ts';
+export * from './question.ts';
+export * from './request.ts';
+export { humanError, toIssues } from './zod-issues.ts';

@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { humanError } from './zod-issues.ts';
+
+/**
+ * A record keyed by caller-chosen strings (question IDs, option labels).
+ *
+ * Zod's own `z.record` deliberately skips an own `__proto__` key: neither validated nor kept. Here
+ * such keys are ordinary data, so this record validates every own key of the caller's JSON. The
+ * contract never rebuilds caller objects (a valid body is used as parsed by JSON.parse, where
+ * `__proto__` is a plain own property), so IDs like `__proto__` and `constructor` round-trip.
+ *
+ * The returned schema infers the same type as `z.record(key, value)`; `recordShapeOf` gives that
+ * record back so JSON Schema / OpenAPI generation can describe it.
+ */
+export function ownKeyRecord<Key extends z.ZodType<string>, Value extends z.ZodType>(
+  key: Key,
+  value: Value,
+  size: { min: number; max: number; tooFew: string; tooMany: string },
+  description?: string,
+) {
+  const shape = z.record(key, value);
+  const schema = z
+    .custom<z.output<typeof shape>>((input) => isPlainObject(input), {
+      error: (issue) =>
+        issue.input === undefined
+          ? 'is required'
+          : `must be an object, not ${Array.isArray(issue.input) ? 'an array' : String(issue.input === null ? 'null' : typeof issue.input)}`,
+    })
+    .superRefine((input, ctx) => {
+      const keys = Object.keys(input);
+      if (keys.length < size.min) ctx.addIssue({ code: 'custom', message: size.tooFew });
+      if (keys.length > size.max) ctx.addIssue({ code: 'custom', message: size.tooMany });
+      for (const k of keys) {
+        const keyResult = key.safeParse(k, { error: humanError });
+        if (!keyResult.success) {
+          for (const issue of keyResult.error.issues) {
+            ctx.addIssue({ code: 'custom', path: [k], message: issue.message });
+          }
+          continue;
+        }
+        const valueResult = value.safeParse((input as Record<string, unknown>)[k], { error: humanError });
+        if (!valueResult.success) {
+          for (const issue of valueResult.error.issues) {
+            // Re-homed under this key; the original code is kept for unknown-field expansion.
+            ctx.addIssue({ ...(issue as z.core.$ZodRawIssue), path: [k, ...issue.path] });
+          }
+        }
+      }
+    });
+  const described = description === undefined ? schema : schema.meta({ description });
+  RECORD_SHAPES.set(described, description === undefined ? shape : shape.meta({ description }));
+  return described;
+}
+
+const RECORD_SHAPES = new WeakMap<z.ZodType, z.ZodType>();
+
+/** For schema generators: the `z.record` a custom own-key record stands for, if `schema` is one. */
+export function recordShapeOf(schema: unknown): z.ZodType | undefined {
+  return typeof schema === 'object' && schema !== null ? RECORD_SHAPES.get(schema as z.ZodType) : undefined;
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}

@@ -1,0 +1,102 @@
+import { isUtf8 } from 'node:buffer';
+import { failure, type GatewayFailure, summarizeIssues } from './errors.ts';
+import { LIMITS, MODEL_ID } from './limits.ts';
+import { isPlainObject } from './own-key-record.ts';
+import { EvaluationRequest } from './request.ts';
+import { humanError, toIssues } from './zod-issues.ts';
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
+
+/**
+ * Raw body bytes → JSON value, or 40000 (SPEC §4): empty, a byte-order mark, invalid UTF-8 or
+ * invalid JSON. JSON.parse keeps `__proto__` as an ordinary own property, which the rest relies on.
+ */
+export function decodeJsonBody(body: Uint8Array | undefined): Parsed<unknown> {
+  if (body === undefined || body.length === 0)
+    return { ok: false, error: failure('invalid_json', 'the body is empty') };
+  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) {
+    return { ok: false, error: failure('invalid_json', 'the body starts with a byte-order mark') };
+  }
+  if (!isUtf8(body)) return { ok: false, error: failure('invalid_json', 'the body is not valid UTF-8') };
+  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (error) {
+    return {
+      ok: false,
+      error: failure('invalid_json', `the body is not valid JSON: ${(error as Error).message}`),
+    };
+  }
+}
+
+/**
+ * How deeply `value` nests, counting `value` itself as level 1, or `limit + 1` as soon as it is
+ * deeper than `limit`. Iterative with an explicit stack: caller data never drives recursion.
+ */
+export function nestingDepth(value: unknown, limit: number): number {
+  let deepest = 0;
+  const stack: { node: unknown; depth: number }[] = [{ node: value, depth: 1 }];
+  while (stack.length > 0) {
+    const { node, depth } = stack.pop() as { node: unknown; depth: number };
+    if (typeof node !== 'object' || node === null) continue;
+    if (depth > deepest) deepest = depth;
+    if (deepest > limit) return limit + 1;
+    const children = Array.isArray(node) ? node : Object.values(node);
+    for (const child of children) {
+      if (typeof child === 'object' && child !== null) stack.push({ node: child, depth: depth + 1 });
+    }
+  }
+  return deepest;
+}
+
+/**
+ * A parsed JSON body → the valid request, or the gateway error for the first broken rule in
+ * SPEC §4's order: 40002 (question count) → 40003 (unknown model) → 40001 (everything else, with
+ * every issue and its path). The request returned is the caller's own JSON, never rebuilt.
+ */
+export function parseEvaluationRequest(body: unknown): Parsed<EvaluationRequest> {
+  if (!isPlainObject(body)) {
+    return invalid([{ path: [], message: 'the body must be a JSON object' }]);
+  }
+  const { questions, model } = body;
+  if (isPlainObject(questions)) {
+    const count = Object.keys(questions).length;
+    if (count < LIMITS.minQuestions || count > LIMITS.maxQuestions) {
+      return {
+        ok: false,
+        error: failure(
+          'invalid_question_count',
+          `questions: ${count} questions sent; a request takes ${LIMITS.minQuestions} to ${LIMITS.maxQuestions}`,
+          { issues: [{ path: ['questions'], message: `has ${count} entries; 1 to 8 are accepted` }] },
+        ),
+      };
+    }
+  }
+  if (typeof model === 'string' && model !== MODEL_ID) {
+    return {
+      ok: false,
+      error: failure(
+        'unknown_model',
+        `model: unknown model "${clip(model)}"; this gateway serves "${MODEL_ID}"`,
+        {
+          issues: [{ path: ['model'], message: `must be "${MODEL_ID}"` }],
+        },
+      ),
+    };
+  }
+  if (nestingDepth(body, LIMITS.maxDepth) > LIMITS.maxDepth) {
+    return invalid([{ path: [], message: `the body nests deeper than ${LIMITS.maxDepth} levels` }]);
+  }
+  const result = EvaluationRequest.safeParse(body, { error: humanError });
+  if (!result.success) return invalid(toIssues(result.error.issues));
+  return { ok: true, value: body as EvaluationRequest };
+}
+
+function invalid(issues: { path: (string | number)[]; message: string }[]): Parsed<never> {
+  return { ok: false, error: failure('invalid_request', summarizeIssues(issues), { issues }) };
+}
+
+/** Echo at most 64 characters of a caller's string in a message. */
+function clip(text: string): string {
+  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
+}

@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { LIMITS, MODEL_ID } from './limits.ts';
+import { ownKeyRecord } from './own-key-record.ts';
+import { Question, QuestionId } from './question.ts';
+
+export const Model = z.literal(MODEL_ID, {
+  error: (issue) => (issue.input === undefined ? 'is required' : `must be "${MODEL_ID}"`),
+});
+
+export const State = z
+  .union([z.string(), z.record(z.string(), z.unknown()), z.array(z.unknown())], {
+    error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string, an object or an array'),
+  })
+  .meta({ description: 'Decision context shared by every question.' });
+
+export const Questions = ownKeyRecord(
+  QuestionId,
+  Question,
+  {
+    min: LIMITS.minQuestions,
+    max: LIMITS.maxQuestions,
+    tooFew: `needs at least ${LIMITS.minQuestions} question`,
+    tooMany: `takes at most ${LIMITS.maxQuestions} questions`,
+  },
+  'Key: a client-chosen question ID. Value: the question definition.',
+);
+
+/** The body of `POST /v1/systemone` (SPEC §1). Closed: any other field is an error. */
+export const EvaluationRequest = z
+  .strictObject({ model: Model, state: State, questions: Questions })
+  .meta({ id: 'EvaluationRequest' });
+
+export type EvaluationRequest = z.infer<typeof EvaluationRequest>;
+export type Questions = EvaluationRequest['questions'];
+export type State = EvaluationRequest['state'];
