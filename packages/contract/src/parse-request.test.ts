@@ -309,7 +309,7 @@ describe('question IDs such as __proto__ are ordinary IDs', () => {
       type: 'noul',
       instructions: 'a',
     });
-    const constructorQuestion = questions.constructor;
+    const constructorQuestion = questions['constructor' as string];
     expect(Object.keys(constructorQuestion?.type === 'choice' ? constructorQuestion.criteria : {})).toEqual([
       '__proto__',
       'toString',

@@ -1,0 +1,143 @@
+import {
+  type Answer,
+  type ChoiceQuestion,
+  isPlainObject,
+  type Question,
+  type Questions,
+  type ScoreQuestion,
+  type Usage,
+} from '@decision-gateway/contract';
+import { choiceLabels, scoreLegend } from './answers.ts';
+import { choiceConfidence, scoreConfidence } from './distribution.ts';
+
+/** How far an upstream's probabilities may sum from 1 (SPEC §8). */
+export const SUM_TOLERANCE = 0.02;
+
+export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+const isProbability = (x: unknown): x is number => typeof x === 'number' && x >= 0 && x <= 1;
+const fail = (reason: string): Checked<never> => ({ ok: false, reason });
+
+/**
+ * The checks every answer passes before it reaches a caller (SPEC §8), whichever upstream made it.
+ * Returns exactly one answer per question ID (answers for IDs not asked are dropped), with a
+ * missing confidence computed as in SPEC §2, or the first precise reason the answers are unusable.
+ */
+export function checkAnswers(questions: Questions, raw: unknown): Checked<Record<string, Answer>> {
+  if (!isPlainObject(raw)) return fail('answers: not an object');
+  const checked: [string, Answer][] = [];
+  for (const id of Object.keys(questions)) {
+    const question = questions[id] as Question;
+    if (!Object.hasOwn(raw, id)) return fail(`answers.${id}: missing`);
+    const answer = checkAnswer(question, raw[id]);
+    if (!answer.ok) return fail(`answers.${id}${answer.reason}`);
+    checked.push([id, answer.value]);
+  }
+  // fromEntries keeps IDs such as "__proto__" as ordinary own keys.
+  return { ok: true, value: Object.fromEntries(checked) };
+}
+
+function checkAnswer(question: Question, raw: unknown): Checked<Answer> {
+  if (!isPlainObject(raw)) return fail(': not an object');
+  if (raw.type !== question.type) {
+    return fail(`.type: ${JSON.stringify(raw.type)} answers a ${question.type} question`);
+  }
+  switch (question.type) {
+    case 'choice':
+      return checkChoice(question, raw);
+    case 'score':
+      return checkScore(question, raw);
+    case 'noul':
+      return isProbability(raw.noul)
+        ? { ok: true, value: { type: 'noul', noul: raw.noul } }
+        : fail(`.noul: ${JSON.stringify(raw.noul)} is not a probability in [0, 1]`);
+  }
+}
+
+/** Every key present, each a probability, nothing else, summing to 1 within the tolerance. */
+function checkDistribution(raw: unknown, keys: readonly string[], what: string): Checked<number[]> {
+  if (!isPlainObject(raw)) return fail('.probabilities: not an object');
+  const expected = new Set(keys);
+  for (const key of Object.keys(raw)) {
+    if (!expected.has(key))
+      return fail(`.probabilities: ${JSON.stringify(key)} is not a ${what} of the question`);
+  }
+  const values: number[] = [];
+  for (const key of keys) {
+    if (!Object.hasOwn(raw, key)) return fail(`.probabilities: ${what} ${JSON.stringify(key)} is missing`);
+    const p = raw[key];
+    if (!isProbability(p))
+      return fail(`.probabilities.${key}: ${JSON.stringify(p)} is not a probability in [0, 1]`);
+    values.push(p);
+  }
+  const sum = values.reduce((a, b) => a + b, 0);
+  if (Math.abs(sum - 1) > SUM_TOLERANCE) return fail(`.probabilities: sum to ${sum}, not 1`);
+  return { ok: true, value: values };
+}
+
+function checkConfidence(raw: unknown, computed: () => number): Checked<number> {
+  if (raw === undefined) return { ok: true, value: computed() };
+  return isProbability(raw)
+    ? { ok: true, value: raw }
+    : fail(`.confidence: ${JSON.stringify(raw)} is not in [0, 1]`);
+}
+
+function checkChoice(question: ChoiceQuestion, raw: Record<string, unknown>): Checked<Answer> {
+  const labels = choiceLabels(question);
+  const p = checkDistribution(raw.probabilities, labels, 'label');
+  if (!p.ok) return p;
+  if (typeof raw.choice !== 'string' || !Object.hasOwn(question.criteria, raw.choice)) {
+    return fail(`.choice: ${JSON.stringify(raw.choice)} is not a label of the question`);
+  }
+  const confidence = checkConfidence(raw.confidence, () => choiceConfidence(p.value));
+  if (!confidence.ok) return confidence;
+  return {
+    ok: true,
+    value: {
+      type: 'choice',
+      choice: raw.choice,
+      confidence: confidence.value,
+      probabilities: Object.fromEntries(labels.map((label, i) => [label, p.value[i] as number])),
+    },
+  };
+}
+
+function checkScore(question: ScoreQuestion, raw: Record<string, unknown>): Checked<Answer> {
+  const n = question.criteria.length;
+  const levels = Array.from({ length: n }, (_, i) => String(i));
+  const p = checkDistribution(raw.probabilities, levels, 'level');
+  if (!p.ok) return p;
+  if (typeof raw.score !== 'number' || !(raw.score >= 0 && raw.score <= n - 1)) {
+    return fail(`.score: ${JSON.stringify(raw.score)} is not in [0, ${n - 1}]`);
+  }
+  const confidence = checkConfidence(raw.confidence, () => scoreConfidence(p.value));
+  if (!confidence.ok) return confidence;
+  return {
+    ok: true,
+    value: {
+      type: 'score',
+      score: raw.score,
+      confidence: confidence.value,
+      legend: scoreLegend(question),
+      probabilities: Object.fromEntries(levels.map((level, i) => [level, p.value[i] as number])),
+    },
+  };
+}
+
+/** Usage an upstream reports: both counts present, non-negative integers (else it can't be billed). */
+export function checkUsage(raw: unknown): Checked<Usage> {
+  if (!isPlainObject(raw)) return fail('usage: missing or not an object');
+  const { input_tokens, output_tokens } = raw;
+  for (const [name, value] of [
+    ['input_tokens', input_tokens],
+    ['output_tokens', output_tokens],
+  ] as const) {
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+      return fail(`usage.${name}: ${JSON.stringify(value)} is not a non-negative integer`);
+    }
+  }
+  return {
+    ok: true,
+    value: { input_tokens: input_tokens as number, output_tokens: output_tokens as number },
+  };
+}

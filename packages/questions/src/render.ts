@@ -1,0 +1,130 @@
+import type {
+  ChoiceQuestion,
+  Content,
+  NoulQuestion,
+  Question,
+  ScoreQuestion,
+  State,
+} from '@decision-gateway/contract';
+import { choiceLabels } from './answers.ts';
+
+/**
+ * Pretty JSON with object keys sorted, so the same content always renders the same text.
+ * The replacer rebuilds objects with fromEntries (own properties: "__proto__" stays a key);
+ * callers pass validated content, which nests at most 64 levels.
+ */
+export function stableJson(value: unknown): string {
+  return JSON.stringify(
+    value,
+    (_key, v: unknown) =>
+      v !== null && typeof v === 'object' && !Array.isArray(v)
+        ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+        : v,
+    2,
+  );
+}
+
+/** Content as text: strings as they are, objects and arrays as stable pretty JSON. */
+export function renderContent(content: Content | null | undefined): string {
+  if (content === null || content === undefined) return '';
+  return typeof content === 'string' ? content : stableJson(content);
+}
+
+export function renderState(state: State): string {
+  return renderContent(state);
+}
+
+/** The criteria a noul question reads when the caller gives none (or leaves one side out). */
+export const DEFAULT_NOUL_CRITERIA = {
+  true: 'The statement is true given the state.',
+  false: 'The statement is false given the state.',
+} as const;
+
+/** Labels a language model answers with: each is a single token in common BPE vocabularies. */
+export const CHOICE_LABELS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'.split('');
+export const NOUL_LABELS = ['Yes', 'No'] as const;
+
+/** A question rendered for a language model; the answer is one of `labels`, in option order. */
+export interface RenderedQuestion {
+  system: string;
+  user: string;
+  labels: string[];
+}
+
+const SYSTEM =
+  'You are a careful decision assistant. Read the state and the question, then answer with exactly one of the allowed labels and nothing else.';
+
+/**
+ * Render a question for a language model. A choice may be rendered over a subset of its options
+ * (`optionLabels`, at most 26: the OpenAI-compatible upstream plays rounds over larger choices).
+ */
+export function renderQuestion(
+  state: State,
+  question: Question,
+  optionLabels?: readonly string[],
+): RenderedQuestion {
+  const stateText = `# State\n${renderState(state)}`;
+  switch (question.type) {
+    case 'choice':
+      return renderChoice(stateText, question, optionLabels ?? choiceLabels(question));
+    case 'score':
+      return renderScore(stateText, question);
+    case 'noul':
+      return renderNoul(stateText, question);
+  }
+}
+
+function instructionsBlock(instructions: Content | null | undefined, fallback: string): string {
+  const text = renderContent(instructions);
+  return `# Question\n${text === '' ? fallback : text}`;
+}
+
+function renderChoice(
+  stateText: string,
+  question: ChoiceQuestion,
+  options: readonly string[],
+): RenderedQuestion {
+  if (options.length > CHOICE_LABELS.length) {
+    throw new RangeError(`a rendered choice takes at most ${CHOICE_LABELS.length} options`);
+  }
+  const labels = CHOICE_LABELS.slice(0, options.length);
+  const lines = options.map((option, i) => {
+    const description = renderContent(question.criteria[option]);
+    return description === '' ? `${labels[i]}. ${option}` : `${labels[i]}. ${option}: ${description}`;
+  });
+  const user = [
+    stateText,
+    instructionsBlock(question.instructions, 'Which option fits the state best?'),
+    `# Options\n${lines.join('\n')}`,
+    `Answer with the letter of the best option (${labels[0]}–${labels[labels.length - 1]}) only.`,
+  ].join('\n\n');
+  return { system: SYSTEM, user, labels };
+}
+
+function renderScore(stateText: string, question: ScoreQuestion): RenderedQuestion {
+  const labels = question.criteria.map((_, i) => String(i));
+  const lines = question.criteria.map((description, i) => {
+    const text = renderContent(description);
+    return text === '' ? `${i}.` : `${i}. ${text}`;
+  });
+  const user = [
+    stateText,
+    instructionsBlock(question.instructions, 'Which level fits the state best?'),
+    `# Levels (lowest first)\n${lines.join('\n')}`,
+    `Answer with the level number (0–${labels.length - 1}) only.`,
+  ].join('\n\n');
+  return { system: SYSTEM, user, labels };
+}
+
+function renderNoul(stateText: string, question: NoulQuestion): RenderedQuestion {
+  const criteria = question.criteria ?? {};
+  const yes = renderContent(criteria.true) || DEFAULT_NOUL_CRITERIA.true;
+  const no = renderContent(criteria.false) || DEFAULT_NOUL_CRITERIA.false;
+  const user = [
+    stateText,
+    `# Statement\n${renderContent(question.instructions)}`,
+    `# Criteria\nYes: ${yes}\nNo: ${no}`,
+    'Is the statement true? Answer Yes or No only.',
+  ].join('\n\n');
+  return { system: SYSTEM, user, labels: [...NOUL_LABELS] };
+}

@@ -1,0 +1,28 @@
+import type { EvaluationRequest, GatewayFailure, Usage } from '@decision-gateway/contract';
+
+/** One evaluation handed to an upstream: the validated request and its deadline. */
+export interface UpstreamCall {
+  request: EvaluationRequest;
+  /** Size of the body as received, for the reservation bound of upstreams that don't count. */
+  bodyBytes: number;
+  requestId: string;
+  /** Aborted when the deadline passes or the gateway shuts down. */
+  signal: AbortSignal;
+}
+
+/**
+ * What an upstream returns. Answers and usage are raw: the gateway checks them (SPEC §8) before
+ * any caller sees them, whichever upstream made them. Failures are already gateway errors.
+ */
+export type UpstreamOutcome =
+  | { ok: true; answers: unknown; usage: unknown; upstreamRequestId?: string }
+  | { ok: false; failure: GatewayFailure; detail?: string };
+
+/** The interface every upstream implements: lexical, systemone and openai alike. */
+export interface Upstream {
+  readonly name: string;
+  /** An upper bound of the usage `call` can incur, reserved before the call (SPEC §7). */
+  usageBound(request: EvaluationRequest, bodyBytes: number): Usage;
+  answer(call: UpstreamCall): Promise<UpstreamOutcome>;
+  close?(): Promise<void>;
+}
