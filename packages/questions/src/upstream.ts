@@ -6,8 +6,8 @@ export interface UpstreamCall {
   /** Size of the body as received, for the reservation bound of upstreams that don't count. */
   bodyBytes: number;
   requestId: string;
-  /** Aborted when the deadline passes or the gateway shuts down. */
-  signal: AbortSignal;
+  /** Epoch milliseconds by which the answer must be in, across all attempts (SPEC §8). */
+  deadlineAt: number;
 }
 
 /**

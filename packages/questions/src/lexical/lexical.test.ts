@@ -107,7 +107,7 @@ describe('createLexicalUpstream', () => {
       request,
       bodyBytes: 0,
       requestId: 'r',
-      signal: new AbortController().signal,
+      deadlineAt: Date.now() + 1000,
     });
     if (!outcome.ok) throw new Error('lexical failed');
     const checked = checkAnswers(request.questions, outcome.answers);

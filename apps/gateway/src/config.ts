@@ -1,0 +1,110 @@
+import { z } from 'zod';
+
+const integer = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, { error: 'must be a whole number' })
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(min, { error: `must be at least ${min}` })
+        .max(max, { error: `must be at most ${max}` }),
+    )
+    .optional()
+    .transform((value) => value ?? fallback);
+
+/** Credits per 1K tokens: non-negative, at most 6 decimals per token (micro-credit exactness). */
+const rate = (fallback: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+(\.\d{1,9})?$/, { error: 'must be a non-negative decimal number' })
+    .transform(Number)
+    .pipe(z.number().max(1000, { error: 'must be at most 1000' }))
+    .optional()
+    .transform((value) => value ?? fallback);
+
+const emptyAsUndefined = (value: unknown) => (value === '' ? undefined : value);
+
+/**
+ * The gateway's configuration (SPEC §10), read from the environment and validated at start.
+ * An empty variable counts as unset.
+ */
+export const ConfigSchema = z
+  .object({
+    PORT: integer(8787, 0, 65_535),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    DATABASE_URL: z
+      .string()
+      .refine((url) => url.startsWith('file:') || /^postgres(ql)?:\/\//.test(url), {
+        error: 'must be file:PATH (SQLite) or postgres://… (PostgreSQL)',
+      })
+      .refine((url) => url.startsWith('file:'), {
+        error: 'PostgreSQL is not supported by this build yet; use file:PATH (SQLite)',
+      })
+      .optional(),
+    ADMIN_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
+    RATE_LIMIT_PER_MINUTE: integer(600, 0),
+    UPSTREAM: z
+      .enum(['lexical', 'systemone', 'openai'], { error: 'must be lexical, systemone or openai' })
+      // The network upstreams land with their own adapters; until then say so at start.
+      .refine((kind) => kind === 'lexical', { error: 'only lexical is available in this build so far' })
+      .default('lexical'),
+    UPSTREAM_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+    UPSTREAM_API_KEY: z.string().optional(),
+    UPSTREAM_MODEL: z.string().min(1).optional(),
+    UPSTREAM_TIMEOUT_MS: integer(10_000, 1, 600_000),
+    UPSTREAM_MAX_RETRIES: integer(2, 0, 10),
+    CREDITS_PER_1K_INPUT_TOKENS: rate(1),
+    CREDITS_PER_1K_OUTPUT_TOKENS: rate(0),
+    LOG_LEVEL: z
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+        error: 'must be fatal, error, warn, info, debug, trace or silent',
+      })
+      .default('info'),
+  })
+  .transform((env) => ({
+    port: env.PORT,
+    host: env.HOST,
+    /** The SQLite file; `./data/gateway.db` when DATABASE_URL is unset (the embedded default). */
+    databasePath:
+      env.DATABASE_URL === undefined ? './data/gateway.db' : env.DATABASE_URL.slice('file:'.length),
+    embeddedDatabase: env.DATABASE_URL === undefined,
+    adminToken: env.ADMIN_TOKEN,
+    rateLimitPerMinute: env.RATE_LIMIT_PER_MINUTE,
+    upstream: {
+      kind: env.UPSTREAM,
+      baseUrl: env.UPSTREAM_BASE_URL,
+      apiKey: env.UPSTREAM_API_KEY,
+      model: env.UPSTREAM_MODEL,
+      timeoutMs: env.UPSTREAM_TIMEOUT_MS,
+      maxRetries: env.UPSTREAM_MAX_RETRIES,
+    },
+    pricing: {
+      creditsPer1kInput: env.CREDITS_PER_1K_INPUT_TOKENS,
+      creditsPer1kOutput: env.CREDITS_PER_1K_OUTPUT_TOKENS,
+    },
+    logLevel: env.LOG_LEVEL,
+  }));
+
+export type Config = z.output<typeof ConfigSchema>;
+
+export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
+
+/** Environment → configuration, or one line per bad variable naming it. */
+export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
+  const known = Object.fromEntries(
+    Object.keys(ConfigSchema.in.shape).map((name) => [name, emptyAsUndefined(env[name])]),
+  );
+  const result = ConfigSchema.safeParse(known);
+  if (result.success) return { ok: true, config: result.data };
+  return {
+    ok: false,
+    problems: result.error.issues.map(
+      (issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`,
+    ),
+  };
+}

@@ -1,0 +1,228 @@
+import {
+  decodeJsonBody,
+  type EvaluationData,
+  type EvaluationRequest,
+  failure,
+  type GatewayFailure,
+  MODEL_ID,
+  parseEvaluationRequest,
+  type Usage,
+} from '@decision-gateway/contract';
+import { checkAnswers, checkUsage, type Upstream } from '@decision-gateway/questions';
+import type { Logger } from 'pino';
+import { keyCheckFailure, verifyApiKey } from '../auth/api-keys.ts';
+import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
+import type { KeyRecord, Store, UsageEntry } from '../store/store.ts';
+import { costMicro, fromMicro, type Pricing } from './credits.ts';
+
+export interface EvaluationDeps {
+  store: Store;
+  upstream: Upstream;
+  rateLimiter: RateLimiter;
+  pricing: Pricing;
+  /** Per-key default when a key has no limit of its own; 0 = off. */
+  defaultRateLimitPerMinute: number;
+  /** The upstream deadline; reservations older than this (plus slack) are stale. */
+  upstreamTimeoutMs: number;
+  logger: Logger;
+  clock?: () => number;
+}
+
+/** The body as each door receives it: REST gets bytes and a media type, tRPC parsed JSON. */
+export type EvaluationBody =
+  | { kind: 'bytes'; bytes: Uint8Array | undefined; contentType: string | undefined }
+  | { kind: 'json'; value: unknown; bytes: number };
+
+export interface EvaluationCall {
+  requestId: string;
+  /** performance.now() when the request arrived: elapsedMs counts from here. */
+  startedAt: number;
+  authorization: string | undefined;
+  body: EvaluationBody;
+}
+
+/** What the request log line says about an evaluation, whatever its outcome. */
+export interface EvaluationLog {
+  keyPrefix?: string;
+  questions?: number;
+  usage?: Usage;
+  creditsUsed?: number;
+  upstreamMs?: number;
+  reason?: string;
+}
+
+export type EvaluationOutcome =
+  | { ok: true; data: EvaluationData; log: EvaluationLog }
+  | { ok: false; failure: GatewayFailure; log: EvaluationLog };
+
+const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
+/** Reservations outlive the deadline by this much before they count as left by a crash. */
+const STALE_SLACK_MS = 30_000;
+
+/**
+ * The one evaluation path (SPEC §§1–8) both doors call: authenticate → rate limit → media type →
+ * JSON → validate → reserve credits → upstream → check answers → settle. Checks run in SPEC §4's
+ * precedence; a failed request is never charged; every authenticated request leaves a usage entry.
+ */
+export function createEvaluator(deps: EvaluationDeps) {
+  const clock = deps.clock ?? Date.now;
+
+  async function fail(
+    call: EvaluationCall,
+    key: KeyRecord | undefined,
+    error: GatewayFailure,
+    log: EvaluationLog,
+    reservationId: string | null = null,
+  ): Promise<EvaluationOutcome> {
+    if (key) {
+      await deps.store.release(
+        reservationId,
+        usageEntry(call, key, { input_tokens: 0, output_tokens: 0 }, 0, error.status, log.questions ?? 0),
+      );
+    }
+    return { ok: false, failure: error, log };
+  }
+
+  function usageEntry(
+    call: EvaluationCall,
+    key: KeyRecord,
+    usage: Usage,
+    creditsMicro: number,
+    status: number,
+    questions: number,
+  ): UsageEntry {
+    return {
+      requestId: call.requestId,
+      keyId: key.id,
+      creditsMicro,
+      inputTokens: usage.input_tokens,
+      outputTokens: usage.output_tokens,
+      questions,
+      status,
+      elapsedMs: Math.round(performance.now() - call.startedAt),
+      at: clock(),
+    };
+  }
+
+  return async function evaluate(call: EvaluationCall): Promise<EvaluationOutcome> {
+    const log: EvaluationLog = {};
+    const auth = await verifyApiKey(deps.store, call.authorization, clock());
+    if (!auth.ok) return { ok: false, failure: keyCheckFailure(auth), log };
+    const key = auth.key;
+    log.keyPrefix = key.prefix;
+
+    const limit = key.rateLimitPerMinute ?? deps.defaultRateLimitPerMinute;
+    if (limit > 0) {
+      const decision = await deps.rateLimiter.take(key.id, limit, clock());
+      if (!decision.ok) {
+        const error = failure(
+          'rate_limited',
+          `the key is over its rate limit of ${limit} requests per minute`,
+          {
+            retryAfterMs: decision.retryAfterMs,
+          },
+        );
+        return fail(call, key, error, log);
+      }
+    }
+
+    const body = readBody(call.body);
+    if (!body.ok) return fail(call, key, body.error, log);
+    const parsed = parseEvaluationRequest(body.value);
+    if (!parsed.ok) return fail(call, key, parsed.error, log);
+    const request = parsed.value;
+    log.questions = Object.keys(request.questions).length;
+
+    const bound = costMicro(deps.upstream.usageBound(request, body.bytes), deps.pricing);
+    const now = clock();
+    const reservation = await deps.store.reserve(
+      key.id,
+      call.requestId,
+      bound,
+      now,
+      now - deps.upstreamTimeoutMs - STALE_SLACK_MS,
+    );
+    if (!reservation.ok) {
+      const error = failure(
+        'insufficient_credits',
+        `this request may cost up to ${fromMicro(bound)} credits; the key has ${fromMicro(reservation.availableMicro)} available`,
+      );
+      return fail(call, key, error, log);
+    }
+
+    try {
+      return await answer(call, key, request, body.bytes, reservation.reservationId, log);
+    } catch (error) {
+      deps.logger.error({ err: error, requestId: call.requestId }, 'evaluation failed unexpectedly');
+      return fail(call, key, failure('internal_error', 'internal error'), log, reservation.reservationId);
+    }
+  };
+
+  async function answer(
+    call: EvaluationCall,
+    key: KeyRecord,
+    request: EvaluationRequest,
+    bodyBytes: number,
+    reservationId: string | null,
+    log: EvaluationLog,
+  ): Promise<EvaluationOutcome> {
+    const upstreamStart = performance.now();
+    const outcome = await deps.upstream.answer({
+      request,
+      bodyBytes,
+      requestId: call.requestId,
+      deadlineAt: clock() + deps.upstreamTimeoutMs,
+    });
+    log.upstreamMs = performance.now() - upstreamStart;
+    if (!outcome.ok) {
+      if (outcome.detail) log.reason = outcome.detail;
+      return fail(call, key, outcome.failure, log, reservationId);
+    }
+    const answers = checkAnswers(request.questions, outcome.answers);
+    const usage = checkUsage(outcome.usage);
+    if (!answers.ok || !usage.ok) {
+      const reason = answers.ok ? (usage as { reason: string }).reason : answers.reason;
+      log.reason = reason;
+      const error = failure('upstream_error', `the upstream returned an invalid answer: ${reason}`);
+      return fail(call, key, error, log, reservationId);
+    }
+    log.usage = usage.value;
+    const cost = costMicro(usage.value, deps.pricing);
+    const entry = usageEntry(call, key, usage.value, cost, 200, log.questions ?? 0);
+    const debited = await deps.store.settle(reservationId, entry);
+    const creditsUsed = fromMicro(debited);
+    log.creditsUsed = creditsUsed;
+    return {
+      ok: true,
+      log,
+      data: {
+        result: {
+          model: MODEL_ID,
+          answers: answers.value,
+          usage: usage.value,
+          elapsedMs: Math.round(performance.now() - call.startedAt),
+        },
+        creditsUsed,
+      },
+    };
+  }
+}
+
+export type Evaluator = ReturnType<typeof createEvaluator>;
+
+/** REST bodies: media type (41500) before JSON (40000), in SPEC §4's order. */
+function readBody(
+  body: EvaluationBody,
+): { ok: true; value: unknown; bytes: number } | { ok: false; error: GatewayFailure } {
+  if (body.kind === 'json') return { ok: true, value: body.value, bytes: body.bytes };
+  if (body.contentType === undefined || !JSON_MEDIA_TYPE.test(body.contentType.trim())) {
+    const sent =
+      body.contentType === undefined ? 'no Content-Type' : `Content-Type "${body.contentType.slice(0, 100)}"`;
+    return {
+      ok: false,
+      error: failure('unsupported_media_type', `send Content-Type: application/json (got ${sent})`),
+    };
+  }
+  const decoded = decodeJsonBody(body.bytes);
+  return decoded.ok ? { ok: true, value: decoded.value, bytes: body.bytes?.length ?? 0 } : decoded;
+}

@@ -1,0 +1,78 @@
+import {
+  AdjustCreditsBody,
+  CreateKeyBody,
+  failure,
+  LIMITS,
+  parseAdminInput,
+  UsageQuery,
+} from '@decision-gateway/contract';
+import type { FastifyInstance } from 'fastify';
+import { bearerToken, isAdminToken } from '../auth/api-keys.ts';
+import type { KeyResult, KeyService } from '../keys/key-service.ts';
+import { sendFailure, sendSuccess } from './envelope.ts';
+
+/** Admin API (SPEC §6); registered only when ADMIN_TOKEN is set, so otherwise every path is 404. */
+export async function adminRoutes(app: FastifyInstance, opts: { adminToken: string; keys: KeyService }) {
+  // The token is checked before the body is read: no credential, no parsing.
+  app.addHook('onRequest', async (request, reply) => {
+    const token = bearerToken(request.headers.authorization);
+    if (token === undefined) {
+      return sendFailure(reply, failure('missing_api_key', 'send "Authorization: Bearer <ADMIN_TOKEN>"'));
+    }
+    if (!isAdminToken(token, opts.adminToken)) {
+      return sendFailure(reply, failure('invalid_api_key', 'the admin credential is not valid'));
+    }
+  });
+
+  // JSON bodies, where an empty body (e.g. on revoke) is simply no body.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string', bodyLimit: LIMITS.maxBodyBytes },
+    (_request, body, done) => {
+      if (body === '') return done(null, undefined);
+      try {
+        done(null, JSON.parse(body as string));
+      } catch (error) {
+        done(
+          Object.assign(new Error(`the body is not valid JSON: ${(error as Error).message}`), {
+            statusCode: 400,
+            code: 'GATEWAY_INVALID_JSON',
+          }),
+          undefined,
+        );
+      }
+    },
+  );
+
+  const reply = <T>(result: KeyResult<T>, res: Parameters<typeof sendSuccess>[0], status = 200) =>
+    result.ok ? sendSuccess(res, result.value, status) : sendFailure(res, result.error);
+
+  app.post('/admin/keys', async (request, res) => {
+    const body = parseAdminInput(CreateKeyBody, request.body);
+    if (!body.ok) return sendFailure(res, body.error);
+    return reply(await opts.keys.create(body.value), res, 201);
+  });
+
+  app.get('/admin/keys', async (_request, res) => sendSuccess(res, { keys: await opts.keys.list() }));
+
+  app.get<{ Params: { id: string } }>('/admin/keys/:id', async (request, res) =>
+    reply(await opts.keys.get(request.params.id), res),
+  );
+
+  app.post<{ Params: { id: string } }>('/admin/keys/:id/credits', async (request, res) => {
+    const body = parseAdminInput(AdjustCreditsBody, request.body);
+    if (!body.ok) return sendFailure(res, body.error);
+    return reply(await opts.keys.adjustCredits(request.params.id, body.value), res);
+  });
+
+  app.post<{ Params: { id: string } }>('/admin/keys/:id/revoke', async (request, res) =>
+    reply(await opts.keys.revoke(request.params.id), res),
+  );
+
+  app.get<{ Params: { id: string } }>('/admin/keys/:id/usage', async (request, res) => {
+    const query = parseAdminInput(UsageQuery, request.query);
+    if (!query.ok) return sendFailure(res, query.error);
+    return reply(await opts.keys.usage(request.params.id, query.value.limit), res);
+  });
+}

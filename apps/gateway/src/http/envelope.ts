@@ -1,0 +1,35 @@
+import type { GatewayFailure } from '@decision-gateway/contract';
+import type { FastifyReply } from 'fastify';
+
+/** The success envelope of SPEC §3, serialised once. */
+export function successBody(data: unknown, requestId: string): string {
+  return JSON.stringify({ code: 0, message: 'ok', data, requestId });
+}
+
+/** The error envelope of SPEC §4: `data` is null; the type, issues and retry hint sit in `error`. */
+export function errorBody(failure: GatewayFailure, requestId: string): string {
+  const error: Record<string, unknown> = { type: failure.type };
+  if (failure.issues !== undefined) error.issues = failure.issues;
+  if (failure.retryAfterMs !== undefined) error.retryAfterMs = failure.retryAfterMs;
+  return JSON.stringify({ code: failure.code, message: failure.message, data: null, error, requestId });
+}
+
+/** `Retry-After` is whole seconds, rounded up so a caller never comes back too early. */
+export function retryAfterSeconds(retryAfterMs: number): string {
+  return String(Math.max(1, Math.ceil(retryAfterMs / 1000)));
+}
+
+export function sendFailure(reply: FastifyReply, failure: GatewayFailure): FastifyReply {
+  reply.request.gatewayCode = failure.code;
+  if (failure.retryAfterMs !== undefined)
+    reply.header('retry-after', retryAfterSeconds(failure.retryAfterMs));
+  return reply
+    .code(failure.status)
+    .type('application/json; charset=utf-8')
+    .send(errorBody(failure, reply.request.id));
+}
+
+export function sendSuccess(reply: FastifyReply, data: unknown, status = 200): FastifyReply {
+  reply.request.gatewayCode = 0;
+  return reply.code(status).type('application/json; charset=utf-8').send(successBody(data, reply.request.id));
+}

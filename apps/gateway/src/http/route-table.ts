@@ -1,0 +1,32 @@
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * Which methods each registered path accepts, learned from Fastify's own route registrations, so a
+ * known path with the wrong method gets 405 with an `Allow` header (SPEC §4) and nothing is listed twice.
+ */
+export function createRouteTable(app: FastifyInstance) {
+  const routes: { pattern: RegExp; methods: Set<string> }[] = [];
+  app.addHook('onRoute', (route) => {
+    const source = `^${route.url
+      .split('/')
+      .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+      .join('/')}$`;
+    let entry = routes.find((r) => r.pattern.source === source);
+    if (!entry) {
+      entry = { pattern: new RegExp(source), methods: new Set() };
+      routes.push(entry);
+    }
+    for (const method of Array.isArray(route.method) ? route.method : [route.method])
+      entry.methods.add(method);
+  });
+  return {
+    methodsFor(url: string): string[] {
+      const path = url.split('?', 1)[0] as string;
+      const methods = new Set<string>();
+      for (const route of routes) {
+        if (route.pattern.test(path)) for (const method of route.methods) methods.add(method);
+      }
+      return [...methods].sort();
+    },
+  };
+}

@@ -1,0 +1,179 @@
+import { randomUUID } from 'node:crypto';
+import { failure, type GatewayFailure } from '@decision-gateway/contract';
+import type { Upstream } from '@decision-gateway/questions';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  LogController,
+} from 'fastify';
+import type { Logger } from 'pino';
+import type { Pricing } from '../core/credits.ts';
+import { createEvaluator } from '../core/evaluate.ts';
+import { createKeyService } from '../keys/key-service.ts';
+import { createMemoryRateLimiter, type RateLimiter } from '../rate-limit/rate-limiter.ts';
+import type { Store } from '../store/store.ts';
+import { trpcErrorBody } from '../trpc/errors.ts';
+import { trpcRoutes } from '../trpc/trpc-routes.ts';
+import { adminRoutes } from './admin-routes.ts';
+import { errorBody, sendFailure, sendSuccess } from './envelope.ts';
+import { evaluationRoutes } from './evaluation-routes.ts';
+import './fastify-types.ts';
+import { createRouteTable } from './route-table.ts';
+
+export interface GatewayOptions {
+  store: Store;
+  upstream: Upstream;
+  logger: Logger;
+  pricing: Pricing;
+  rateLimitPerMinute: number;
+  upstreamTimeoutMs: number;
+  adminToken?: string | undefined;
+  rateLimiter?: RateLimiter;
+}
+
+export interface Gateway {
+  app: FastifyInstance;
+  /** Stop accepting, let in-flight requests finish and settle, then close the HTTP server. */
+  drain(): Promise<void>;
+}
+
+/** Fastify's own errors (body limits, media types, JSON) as gateway failures. */
+function failureOfFastifyError(error: FastifyError): GatewayFailure | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return failure('payload_too_large', 'the body is larger than 32768 bytes');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return failure('unsupported_media_type', 'send Content-Type: application/json');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return failure('invalid_json', 'the body does not match its Content-Length');
+    case 'GATEWAY_INVALID_JSON':
+      return failure('invalid_json', error.message);
+    default:
+      return undefined;
+  }
+}
+
+/** The gateway's HTTP service: REST and tRPC doors over one evaluation core, plus admin and health. */
+export function buildGateway(options: GatewayOptions): Gateway {
+  const state = { draining: false };
+  const app = Fastify({
+    loggerInstance: options.logger as FastifyBaseLogger,
+    // The gateway writes its own single line per request (onResponse below).
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
+    genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
+    keepAliveTimeout: 72_000,
+    return503OnClosing: false,
+    routerOptions: { ignoreTrailingSlash: false },
+  });
+  const routes = createRouteTable(app);
+
+  app.decorateRequest('startedAt', 0);
+  app.decorateRequest('gatewayCode', undefined);
+  app.decorateRequest('evaluationLog', undefined);
+
+  app.addHook('onRequest', async (request, reply) => {
+    request.startedAt = performance.now();
+    reply.header('x-request-id', request.id);
+    if (state.draining && request.url !== '/healthz') {
+      reply.header('connection', 'close');
+      return sendFailure(
+        reply,
+        failure('unavailable', 'the gateway is shutting down', { retryAfterMs: 1000 }),
+      );
+    }
+  });
+
+  // One line per request, with what the evaluation said about itself; never a key or token.
+  app.addHook('onResponse', async (request, reply) => {
+    const log = request.evaluationLog;
+    request.log.info(
+      {
+        method: request.method,
+        path: request.url.split('?', 1)[0],
+        status: reply.statusCode,
+        code: request.gatewayCode,
+        keyPrefix: log?.keyPrefix,
+        questions: log?.questions,
+        inputTokens: log?.usage?.input_tokens,
+        outputTokens: log?.usage?.output_tokens,
+        creditsUsed: log?.creditsUsed,
+        upstreamMs: log?.upstreamMs === undefined ? undefined : Math.round(log.upstreamMs),
+        reason: log?.reason,
+        elapsedMs: Math.round(performance.now() - request.startedAt),
+      },
+      'request',
+    );
+  });
+
+  app.setNotFoundHandler(async (request, reply) => {
+    const allowed = routes.methodsFor(request.url);
+    if (allowed.length === 0) {
+      return sendFailure(
+        reply,
+        failure('not_found', `no route for ${request.method} ${request.url.split('?', 1)[0]}`),
+      );
+    }
+    reply.header('allow', allowed.join(', '));
+    return sendFailure(
+      reply,
+      failure('method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(', ')}`),
+    );
+  });
+
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const known = failureOfFastifyError(error);
+    if (!known) request.log.error({ err: error }, 'unhandled error');
+    const gatewayFailure = known ?? failure('internal_error', 'internal error');
+    if (request.url.startsWith('/trpc/')) {
+      request.gatewayCode = gatewayFailure.code;
+      return reply
+        .code(gatewayFailure.status)
+        .type('application/json')
+        .send(trpcErrorBody(gatewayFailure, request.id));
+    }
+    return sendFailure(reply, gatewayFailure);
+  });
+
+  const evaluate = createEvaluator({
+    store: options.store,
+    upstream: options.upstream,
+    rateLimiter: options.rateLimiter ?? createMemoryRateLimiter(),
+    pricing: options.pricing,
+    defaultRateLimitPerMinute: options.rateLimitPerMinute,
+    upstreamTimeoutMs: options.upstreamTimeoutMs,
+    logger: options.logger,
+  });
+
+  app.register(evaluationRoutes, { evaluate, store: options.store });
+  app.register(trpcRoutes, { evaluate, store: options.store });
+  if (options.adminToken !== undefined) {
+    app.register(adminRoutes, { adminToken: options.adminToken, keys: createKeyService(options.store) });
+  }
+
+  app.get('/healthz', async (_request, reply) => sendSuccess(reply, { status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    if (state.draining)
+      return sendFailure(
+        reply,
+        failure('unavailable', 'the gateway is shutting down', { retryAfterMs: 1000 }),
+      );
+    try {
+      await options.store.ping();
+      return sendSuccess(reply, { status: 'ready' });
+    } catch (error) {
+      reply.log.error({ err: error }, 'store unreachable');
+      return sendFailure(reply, failure('unavailable', 'the store is unreachable', { retryAfterMs: 1000 }));
+    }
+  });
+
+  return {
+    app,
+    async drain() {
+      state.draining = true;
+      await app.close();
+    },
+  };
+}
+
+export { errorBody };

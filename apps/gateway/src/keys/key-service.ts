@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import {
+  type AdjustCreditsBody,
+  type CreatedKey,
+  type CreateKeyBody,
+  failure,
+  type GatewayFailure,
+  type KeyObject,
+  type UsageReport,
+} from '@decision-gateway/contract';
+import { generateApiKey } from '../auth/api-keys.ts';
+import { fromMicro, toMicro } from '../core/credits.ts';
+import type { KeyRecord, Store } from '../store/store.ts';
+
+export type KeyResult<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** The key object of SPEC §6: what the admin API and the CLI show. Never the hash. */
+export function keyObject(key: KeyRecord): KeyObject {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    credits: key.creditsMicro === null ? null : fromMicro(key.creditsMicro),
+    rateLimitPerMinute: key.rateLimitPerMinute,
+    createdAt: iso(key.createdAt) as string,
+    expiresAt: iso(key.expiresAt),
+    revokedAt: iso(key.revokedAt),
+    lastUsedAt: iso(key.lastUsedAt),
+  };
+}
+
+const notFound = (id: string) => failure('not_found', `no key with id "${id}"`);
+
+/** Key management, shared by the admin API and the `pnpm keys` CLI so both follow one set of rules. */
+export function createKeyService(store: Store, clock: () => number = Date.now) {
+  return {
+    async create(body: CreateKeyBody): Promise<KeyResult<CreatedKey>> {
+      const now = clock();
+      const expiresAt = body.expiresAt === undefined ? null : Date.parse(body.expiresAt);
+      if (expiresAt !== null && expiresAt <= now) {
+        const issues = [{ path: ['expiresAt'], message: 'must be in the future' }];
+        return {
+          ok: false,
+          error: failure('invalid_request', 'expiresAt: must be in the future', { issues }),
+        };
+      }
+      const { key, hash, prefix } = generateApiKey();
+      const record = await store.createKey({
+        id: `key_${randomBytes(9).toString('base64url')}`,
+        name: body.name,
+        prefix,
+        hash,
+        creditsMicro: body.credits === null ? null : toMicro(body.credits),
+        rateLimitPerMinute: body.rateLimitPerMinute ?? null,
+        createdAt: now,
+        expiresAt,
+      });
+      return { ok: true, value: { ...keyObject(record), key } };
+    },
+
+    async list(): Promise<KeyObject[]> {
+      return (await store.listKeys()).map(keyObject);
+    },
+
+    async get(id: string): Promise<KeyResult<KeyObject>> {
+      const key = await store.getKey(id);
+      return key ? { ok: true, value: keyObject(key) } : { ok: false, error: notFound(id) };
+    },
+
+    async adjustCredits(id: string, body: AdjustCreditsBody): Promise<KeyResult<KeyObject>> {
+      const result = await store.adjustCredits(id, toMicro(body.amount), clock());
+      if (result.ok) return { ok: true, value: keyObject(result.key) };
+      if (result.code === 'not_found') return { ok: false, error: notFound(id) };
+      const message =
+        result.code === 'unlimited'
+          ? 'the key has unlimited credits; its balance cannot be adjusted'
+          : 'the balance may not go below 0';
+      return {
+        ok: false,
+        error: failure('invalid_request', `amount: ${message}`, { issues: [{ path: ['amount'], message }] }),
+      };
+    },
+
+    async revoke(id: string): Promise<KeyResult<KeyObject>> {
+      const key = await store.revokeKey(id, clock());
+      return key ? { ok: true, value: keyObject(key) } : { ok: false, error: notFound(id) };
+    },
+
+    async usage(id: string, limit: number): Promise<KeyResult<UsageReport>> {
+      if (!(await store.getKey(id))) return { ok: false, error: notFound(id) };
+      const { totals, recent } = await store.usage(id, limit);
+      return {
+        ok: true,
+        value: {
+          totals: {
+            requests: totals.requests,
+            creditsUsed: fromMicro(totals.creditsMicro),
+            input_tokens: totals.inputTokens,
+            output_tokens: totals.outputTokens,
+          },
+          recent: recent.map((entry) => ({
+            requestId: entry.requestId,
+            creditsUsed: fromMicro(entry.creditsMicro),
+            input_tokens: entry.inputTokens,
+            output_tokens: entry.outputTokens,
+            questions: entry.questions,
+            status: entry.status,
+            elapsedMs: entry.elapsedMs,
+            at: new Date(entry.at).toISOString(),
+          })),
+        },
+      };
+    },
+  };
+}
+
+export type KeyService = ReturnType<typeof createKeyService>;

@@ -1,0 +1,27 @@
+import pino, { type Logger } from 'pino';
+
+/**
+ * Structured JSON logs. Nothing logs keys or tokens; redaction is the second line of defence in
+ * case a header or secret ever reaches a log call.
+ */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: undefined,
+      redact: {
+        paths: [
+          'authorization',
+          'headers.authorization',
+          'req.headers.authorization',
+          '*.authorization',
+          'apiKey',
+          'adminToken',
+          'key',
+        ],
+        censor: '[redacted]',
+      },
+    },
+    destination,
+  );
+}

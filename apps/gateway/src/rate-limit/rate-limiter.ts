@@ -1,0 +1,42 @@
+/** Outcome of taking one token for a key. */
+export type RateDecision = { ok: true } | { ok: false; retryAfterMs: number };
+
+/**
+ * Per-key request limits. In-process now; the interface is async so a shared (Redis) limiter
+ * can implement it for several instances.
+ */
+export interface RateLimiter {
+  take(keyId: string, limitPerMinute: number, now: number): Promise<RateDecision>;
+}
+
+interface Bucket {
+  tokens: number;
+  updatedAt: number;
+  limit: number;
+}
+
+/**
+ * Token bucket (SPEC §10): holds one minute's allowance and refills continuously, so a key may
+ * burst up to its limit and then sustain limit/60 requests per second.
+ */
+export function createMemoryRateLimiter(): RateLimiter {
+  const buckets = new Map<string, Bucket>();
+  return {
+    async take(keyId, limit, now) {
+      const perMs = limit / 60_000;
+      let bucket = buckets.get(keyId);
+      if (bucket === undefined || bucket.limit !== limit) {
+        bucket = { tokens: limit, updatedAt: now, limit };
+        buckets.set(keyId, bucket);
+      } else {
+        bucket.tokens = Math.min(limit, bucket.tokens + (now - bucket.updatedAt) * perMs);
+        bucket.updatedAt = now;
+      }
+      if (bucket.tokens >= 1) {
+        bucket.tokens -= 1;
+        return { ok: true };
+      }
+      return { ok: false, retryAfterMs: Math.ceil((1 - bucket.tokens) / perMs) };
+    },
+  };
+}

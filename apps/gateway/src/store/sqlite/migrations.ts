@@ -1,0 +1,52 @@
+/**
+ * Versioned schema changes, applied in order at start inside one transaction each. Never edit a
+ * released step: add the next one. Balances can't go below 0 even if code tried (CHECK).
+ */
+export const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'keys, ledger, reservations, usage',
+    sql: `
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        prefix TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        credits_micro INTEGER CHECK (credits_micro IS NULL OR credits_micro >= 0),
+        rate_limit_per_minute INTEGER,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        revoked_at INTEGER,
+        last_used_at INTEGER
+      );
+      CREATE TABLE credit_ledger (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        key_id TEXT NOT NULL REFERENCES api_keys(id),
+        delta_micro INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('grant', 'debit')),
+        request_id TEXT,
+        at INTEGER NOT NULL
+      );
+      CREATE INDEX credit_ledger_key ON credit_ledger(key_id);
+      CREATE TABLE reservations (
+        id TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL REFERENCES api_keys(id),
+        amount_micro INTEGER NOT NULL CHECK (amount_micro >= 0),
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX reservations_key ON reservations(key_id, created_at);
+      CREATE TABLE usage_records (
+        request_id TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL REFERENCES api_keys(id),
+        credits_micro INTEGER NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        questions INTEGER NOT NULL,
+        status INTEGER NOT NULL,
+        elapsed_ms INTEGER NOT NULL,
+        at INTEGER NOT NULL
+      );
+      CREATE INDEX usage_records_key_at ON usage_records(key_id, at DESC);
+    `,
+  },
+];
