@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { z } from 'zod';
 
 const integer = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>

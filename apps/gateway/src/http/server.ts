@@ -68,6 +68,11 @@ export function buildGateway(options: GatewayOptions): Gateway {
   });
   const routes = createRouteTable(app);
 
+  // Outside the doors that read bodies (which set their own parsers), a body is never read: an
+  // unknown path or a wrong method is answered 404/405 first, whatever it carries (SPEC §4).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
+
   app.decorateRequest('startedAt', 0);
   app.decorateRequest('gatewayCode', undefined);
   app.decorateRequest('evaluationLog', undefined);

@@ -1,0 +1,180 @@
+import { parseArgs } from 'node:util';
+import {
+  AdjustCreditsBody,
+  CreateKeyBody,
+  type KeyObject,
+  parseAdminInput,
+  UsageQuery,
+} from '@decision-gateway/contract';
+import { loadConfig } from '../config.ts';
+import { createKeyService, type KeyResult } from '../keys/key-service.ts';
+import { openSqliteStore } from '../store/sqlite/sqlite-store.ts';
+
+const USAGE = `Usage: pnpm keys <command> [options]
+
+Commands (they act on the configured database directly, like the admin API):
+  create --name NAME (--credits N | --unlimited) [--expires-at ISO-8601] [--rate-limit N]
+  list
+  show ID
+  credits ID AMOUNT          (negative AMOUNT removes credits)
+  revoke ID
+  usage ID [--limit N]
+
+Options:
+  --json                     print JSON instead of text
+  --help                     show this help
+`;
+
+/** Runs one CLI command; returns the exit code. Output goes through `out`/`err` for testing. */
+export async function runKeysCli(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  out: (text: string) => void,
+  err: (text: string) => void,
+): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (error) {
+    err(`${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [command, ...args] = positionals;
+  if (values.help || command === undefined) {
+    (values.help ? out : err)(USAGE);
+    return values.help ? 0 : 2;
+  }
+
+  const loaded = loadConfig(env);
+  if (!loaded.ok) {
+    err(`Invalid configuration:\n${loaded.problems.map((p) => `  ${p}\n`).join('')}`);
+    return 1;
+  }
+  const store = openSqliteStore(loaded.config.databasePath);
+  const keys = createKeyService(store);
+  const print = <T>(result: KeyResult<T>, text: (value: T) => string): number => {
+    if (!result.ok) {
+      err(`error ${result.error.code} (${result.error.type}): ${result.error.message}\n`);
+      return 1;
+    }
+    out(values.json ? `${JSON.stringify(result.value, null, 2)}\n` : text(result.value));
+    return 0;
+  };
+  const invalid = (message: string) => {
+    err(`${message}\n`);
+    return 2;
+  };
+
+  try {
+    switch (command) {
+      case 'create': {
+        if (values.credits !== undefined && values.unlimited)
+          return invalid('give --credits or --unlimited, not both');
+        if (values.credits === undefined && !values.unlimited)
+          return invalid('give --credits N or --unlimited');
+        const body = parseAdminInput(CreateKeyBody, {
+          name: values.name,
+          credits: values.unlimited ? null : Number(values.credits),
+          ...(values['expires-at'] !== undefined && { expiresAt: values['expires-at'] }),
+          ...(values['rate-limit'] !== undefined && { rateLimitPerMinute: Number(values['rate-limit']) }),
+        });
+        if (!body.ok) return invalid(body.error.message);
+        return print(
+          await keys.create(body.value),
+          (key) => `${describeKey(key)}\n\nAPI key (shown only this once):\n  ${key.key}\n`,
+        );
+      }
+      case 'list': {
+        const list = await keys.list();
+        return print({ ok: true, value: { keys: list } }, ({ keys: all }) =>
+          all.length === 0 ? 'no keys\n' : `${all.map(describeKey).join('\n\n')}\n`,
+        );
+      }
+      case 'show':
+        if (args.length !== 1) return invalid('usage: pnpm keys show ID');
+        return print(await keys.get(args[0] as string), (key) => `${describeKey(key)}\n`);
+      case 'credits': {
+        if (args.length !== 2) return invalid('usage: pnpm keys credits ID AMOUNT');
+        const body = parseAdminInput(AdjustCreditsBody, { amount: Number(args[1]) });
+        if (!body.ok) return invalid(body.error.message);
+        return print(
+          await keys.adjustCredits(args[0] as string, body.value),
+          (key) => `${describeKey(key)}\n`,
+        );
+      }
+      case 'revoke':
+        if (args.length !== 1) return invalid('usage: pnpm keys revoke ID');
+        return print(await keys.revoke(args[0] as string), (key) => `${describeKey(key)}\n`);
+      case 'usage': {
+        if (args.length !== 1) return invalid('usage: pnpm keys usage ID [--limit N]');
+        const query = parseAdminInput(UsageQuery, values.limit === undefined ? {} : { limit: values.limit });
+        if (!query.ok) return invalid(query.error.message);
+        return print(await keys.usage(args[0] as string, query.value.limit), (report) => {
+          const t = report.totals;
+          const lines = report.recent.map(
+            (r) =>
+              `  ${r.at}  ${r.requestId}  status ${r.status}  ${r.questions} questions  ${r.input_tokens}+${r.output_tokens} tokens  ${r.creditsUsed} credits  ${r.elapsedMs} ms`,
+          );
+          return `${t.requests} requests, ${t.creditsUsed} credits, ${t.input_tokens} input and ${t.output_tokens} output tokens\n${lines.join('\n')}\n`;
+        });
+      }
+      default:
+        return invalid(`unknown command "${command}"\n\n${USAGE}`);
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** Negative numbers ("credits ID -5") are values, not options: shield them from parseArgs. */
+const NEGATIVE = /^-\d/;
+const SHIELD = '\u0000';
+
+function parse(argv: string[]) {
+  const { values, positionals } = parseArgs({
+    args: argv.map((arg) => (NEGATIVE.test(arg) ? `${SHIELD}${arg}` : arg)),
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      credits: { type: 'string' },
+      unlimited: { type: 'boolean' },
+      'expires-at': { type: 'string' },
+      'rate-limit': { type: 'string' },
+      limit: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const unshield = (value: string) => (value.startsWith(SHIELD) ? value.slice(1) : value);
+  for (const [name, value] of Object.entries(values)) {
+    if (typeof value === 'string') (values as Record<string, unknown>)[name] = unshield(value);
+  }
+  return { values, positionals: positionals.map(unshield) };
+}
+
+function describeKey(key: KeyObject): string {
+  const status = key.revokedAt
+    ? `revoked ${key.revokedAt}`
+    : key.expiresAt
+      ? `expires ${key.expiresAt}`
+      : 'active';
+  return [
+    `${key.id}  ${key.name}  (${key.prefix}…)`,
+    `  credits: ${key.credits === null ? 'unlimited' : key.credits}`,
+    `  rate limit: ${key.rateLimitPerMinute === null ? 'default' : `${key.rateLimitPerMinute}/min`}`,
+    `  status: ${status}`,
+    `  created ${key.createdAt}, last used ${key.lastUsedAt ?? 'never'}`,
+  ].join('\n');
+}
+
+// Run when executed directly (pnpm keys …), not when imported by tests.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const code = await runKeysCli(
+    process.argv.slice(2),
+    process.env,
+    (text) => process.stdout.write(text),
+    (text) => process.stderr.write(text),
+  );
+  process.exitCode = code;
+}
