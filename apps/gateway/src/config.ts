@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import { z } from 'zod';
 
 const integer = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
@@ -70,7 +69,7 @@ export const ConfigSchema = z
   .transform((env) => ({
     port: env.PORT,
     host: env.HOST,
-    /** The SQLite file; `./data/gateway.db` when DATABASE_URL is unset (the embedded default). */
+    /** The SQLite file, relative to the working directory; `./data/gateway.db` when DATABASE_URL is unset. */
     databasePath:
       env.DATABASE_URL === undefined ? './data/gateway.db' : env.DATABASE_URL.slice('file:'.length),
     embeddedDatabase: env.DATABASE_URL === undefined,

@@ -97,7 +97,7 @@ describe('REST error table', () => {
   });
 
   it('40100: no Authorization, another scheme, an empty token', async () => {
-    for (const headers of [
+    for (const headers of <Record<string, string>[]>[
       {},
       { authorization: `Basic ${key}` },
       { authorization: 'Bearer ' },
