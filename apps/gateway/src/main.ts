@@ -38,10 +38,10 @@ const gateway = buildGateway({
   adminToken: config.adminToken,
 });
 
-await gateway.app.listen({ port: config.port, host: config.host });
+const address = await gateway.app.listen({ port: config.port, host: config.host });
 logger.info(
   {
-    address: `http://${config.host}:${config.port}`,
+    address,
     upstream: upstream.name,
     database: config.databasePath,
     admin: config.adminToken !== undefined,

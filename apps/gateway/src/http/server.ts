@@ -81,12 +81,17 @@ export function buildGateway(options: GatewayOptions): Gateway {
     request.startedAt = performance.now();
     reply.header('x-request-id', request.id);
     if (state.draining && request.url !== '/healthz') {
-      reply.header('connection', 'close');
       return sendFailure(
         reply,
         failure('unavailable', 'the gateway is shutting down', { retryAfterMs: 1000 }),
       );
     }
+  });
+
+  // While draining, every response (in-flight ones too) closes its connection, so keep-alive
+  // clients let go and the server can finish closing instead of waiting out idle sockets.
+  app.addHook('onSend', async (_request, reply) => {
+    if (state.draining) reply.header('connection', 'close');
   });
 
   // One line per request, with what the evaluation said about itself; never a key or token.
@@ -158,11 +163,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   app.get('/healthz', async (_request, reply) => sendSuccess(reply, { status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
-    if (state.draining)
-      return sendFailure(
-        reply,
-        failure('unavailable', 'the gateway is shutting down', { retryAfterMs: 1000 }),
-      );
+    // While draining, the onRequest hook answers 503 before this route runs.
     try {
       await options.store.ping();
       return sendSuccess(reply, { status: 'ready' });

@@ -51,6 +51,9 @@ export function toTrpcError(gatewayFailure: GatewayFailure): TRPCError {
 /** The gateway failure behind any error tRPC reports; unexpected ones never show their detail. */
 export function failureOfTrpcError(error: TRPCError): GatewayFailure {
   if (error.cause instanceof GatewayFailureError) return error.cause.failure;
+  // tRPC reports a body that is not JSON as BAD_REQUEST caused by JSON.parse's SyntaxError.
+  if (error.cause instanceof SyntaxError)
+    return failure('invalid_json', `the body is not valid JSON: ${error.message}`);
   const type = TYPE_BY_TRPC_CODE[error.code];
   return type ? failure(type, error.message) : failure('internal_error', 'internal error');
 }

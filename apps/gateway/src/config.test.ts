@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config.ts';
+
+describe('loadConfig', () => {
+  it('has the defaults of SPEC §10', () => {
+    const loaded = loadConfig({});
+    if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
+    expect(loaded.config).toMatchObject({
+      port: 8787,
+      host: '127.0.0.1',
+      embeddedDatabase: true,
+      adminToken: undefined,
+      rateLimitPerMinute: 600,
+      upstream: { kind: 'lexical', timeoutMs: 10_000, maxRetries: 2 },
+      pricing: { creditsPer1kInput: 1, creditsPer1kOutput: 0 },
+      logLevel: 'info',
+    });
+    expect(loaded.config.databasePath.endsWith('/data/gateway.db')).toBe(true);
+  });
+
+  it('reads every variable and treats empty ones as unset', () => {
+    const loaded = loadConfig({
+      PORT: '9000',
+      HOST: '0.0.0.0',
+      DATABASE_URL: 'file:/tmp/x.db',
+      ADMIN_TOKEN: 'a'.repeat(32),
+      RATE_LIMIT_PER_MINUTE: '0',
+      UPSTREAM_TIMEOUT_MS: '2500',
+      CREDITS_PER_1K_INPUT_TOKENS: '0.5',
+      CREDITS_PER_1K_OUTPUT_TOKENS: '2',
+      LOG_LEVEL: '',
+    });
+    if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
+    expect(loaded.config).toMatchObject({
+      port: 9000,
+      host: '0.0.0.0',
+      databasePath: '/tmp/x.db',
+      embeddedDatabase: false,
+      rateLimitPerMinute: 0,
+      upstream: { timeoutMs: 2500 },
+      pricing: { creditsPer1kInput: 0.5, creditsPer1kOutput: 2 },
+      logLevel: 'info',
+    });
+  });
+
+  it.each([
+    ['PORT', 'abc', 'PORT: must be a whole number'],
+    ['PORT', '70000', 'PORT: must be at most 65535'],
+    ['DATABASE_URL', 'mysql://x', 'DATABASE_URL: must be file:PATH'],
+    [
+      'DATABASE_URL',
+      'postgres://localhost/db',
+      'DATABASE_URL: PostgreSQL is not supported by this build yet',
+    ],
+    ['ADMIN_TOKEN', 'short', 'ADMIN_TOKEN: must be at least 16 characters'],
+    ['RATE_LIMIT_PER_MINUTE', '-1', 'RATE_LIMIT_PER_MINUTE: must be a whole number'],
+    ['UPSTREAM', 'magic', 'UPSTREAM: must be lexical, systemone or openai'],
+    ['UPSTREAM', 'systemone', 'UPSTREAM: only lexical is available in this build so far'],
+    ['UPSTREAM_TIMEOUT_MS', '0', 'UPSTREAM_TIMEOUT_MS: must be at least 1'],
+    [
+      'CREDITS_PER_1K_INPUT_TOKENS',
+      '-1',
+      'CREDITS_PER_1K_INPUT_TOKENS: must be a non-negative decimal number',
+    ],
+    ['LOG_LEVEL', 'loud', 'LOG_LEVEL: must be fatal, error, warn, info, debug, trace or silent'],
+  ])('names %s=%s', (name, value, problem) => {
+    const loaded = loadConfig({ [name]: value });
+    expect(loaded.ok).toBe(false);
+    if (!loaded.ok) expect(loaded.problems.join('\n')).toContain(problem);
+  });
+});

@@ -1,0 +1,185 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, bearer, get, post, sampleRequest, startGateway, type TestGateway } from './harness.ts';
+import { rawRequest } from './raw-http.ts';
+
+const admin = bearer(ADMIN_TOKEN);
+
+describe('admin API (SPEC §6)', () => {
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    gw = await startGateway({ adminToken: ADMIN_TOKEN });
+  });
+  afterAll(() => gw.close());
+
+  it('creates a key (201) and shows the plain key only then', async () => {
+    const created = await post(
+      gw.url,
+      '/admin/keys',
+      { name: 'svc', credits: 10, rateLimitPerMinute: 60 },
+      admin,
+    );
+    expect(created.status).toBe(201);
+    const data = created.body.data;
+    expect(data).toMatchObject({
+      name: 'svc',
+      credits: 10,
+      rateLimitPerMinute: 60,
+      expiresAt: null,
+      revokedAt: null,
+      lastUsedAt: null,
+    });
+    expect(data.id).toMatch(/^key_/);
+    expect(data.key).toMatch(/^dg_[A-Za-z0-9_-]{43}$/);
+    expect(data.key.startsWith(data.prefix)).toBe(true);
+    expect(new Date(data.createdAt).toISOString()).toBe(data.createdAt);
+
+    const shown = await get(gw.url, `/admin/keys/${data.id}`, admin);
+    expect(shown.body.data).not.toHaveProperty('key');
+    expect(shown.text).not.toContain(data.key);
+    const listed = await get(gw.url, '/admin/keys', admin);
+    expect(listed.body.data.keys.map((k: { id: string }) => k.id)).toContain(data.id);
+    expect(listed.text).not.toContain(data.key);
+
+    // The new key works at once.
+    expect((await post(gw.url, '/v1/systemone', sampleRequest(), bearer(data.key))).status).toBe(200);
+  });
+
+  it('creates unlimited and expiring keys', async () => {
+    const unlimited = await post(gw.url, '/admin/keys', { name: 'unl', credits: null }, admin);
+    expect(unlimited.body.data.credits).toBeNull();
+    const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+    const expiring = await post(gw.url, '/admin/keys', { name: 'exp', credits: 1, expiresAt }, admin);
+    expect(expiring.body.data.expiresAt).toBe(expiresAt);
+  });
+
+  it.each<[string, unknown, string[]]>([
+    ['no name', { credits: 1 }, ['name']],
+    ['an empty name', { name: '', credits: 1 }, ['name']],
+    ['a name over 100 characters', { name: 'n'.repeat(101), credits: 1 }, ['name']],
+    ['negative credits', { name: 'x', credits: -1 }, ['credits']],
+    ['credits with 7 decimals', { name: 'x', credits: 0.0000001 }, ['credits']],
+    ['a bad date', { name: 'x', credits: 1, expiresAt: 'tomorrow' }, ['expiresAt']],
+    ['a past date', { name: 'x', credits: 1, expiresAt: '2001-01-01T00:00:00Z' }, ['expiresAt']],
+    ['a zero rate limit', { name: 'x', credits: 1, rateLimitPerMinute: 0 }, ['rateLimitPerMinute']],
+    ['an unknown field', { name: 'x', credits: 1, admin: true }, ['admin']],
+  ])('refuses a key with %s (40001)', async (_, body, path) => {
+    const response = await post(gw.url, '/admin/keys', body, admin);
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ code: 40001, error: { type: 'invalid_request' } });
+    expect(response.body.error.issues[0].path).toEqual(path);
+  });
+
+  it('refuses invalid JSON (40000) and another media type (41500)', async () => {
+    expect((await post(gw.url, '/admin/keys', '{"name":', admin)).body.code).toBe(40000);
+    const response = await rawRequest(gw.url, {
+      path: '/admin/keys',
+      headers: { ...admin, 'content-type': 'text/plain' },
+      chunks: ['{}'],
+    });
+    expect(response.body.code).toBe(41500);
+  });
+
+  it('adds and removes credits, never below 0 and never on an unlimited key', async () => {
+    const { data } = (await post(gw.url, '/admin/keys', { name: 'c', credits: 1 }, admin)).body;
+    const add = await post(gw.url, `/admin/keys/${data.id}/credits`, { amount: 2.5 }, admin);
+    expect(add.body.data.credits).toBe(3.5);
+    const remove = await post(gw.url, `/admin/keys/${data.id}/credits`, { amount: -3 }, admin);
+    expect(remove.body.data.credits).toBe(0.5);
+    const tooMuch = await post(gw.url, `/admin/keys/${data.id}/credits`, { amount: -1 }, admin);
+    expect(tooMuch.body).toMatchObject({ code: 40001, message: 'amount: the balance may not go below 0' });
+    expect((await gw.store.ledgerBalance(data.id)) / 1e6).toBe(0.5);
+
+    const unl = (await post(gw.url, '/admin/keys', { name: 'u', credits: null }, admin)).body.data;
+    const onUnlimited = await post(gw.url, `/admin/keys/${unl.id}/credits`, { amount: 1 }, admin);
+    expect(onUnlimited.body.code).toBe(40001);
+    expect((await post(gw.url, `/admin/keys/${data.id}/credits`, { amount: 'ten' }, admin)).body.code).toBe(
+      40001,
+    );
+  });
+
+  it('revokes a key: refused on its next request', async () => {
+    const { data } = (await post(gw.url, '/admin/keys', { name: 'r', credits: 5 }, admin)).body;
+    expect((await post(gw.url, '/v1/systemone', sampleRequest(), bearer(data.key))).status).toBe(200);
+    const revoked = await post(gw.url, `/admin/keys/${data.id}/revoke`, undefined, admin);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.data.revokedAt).not.toBeNull();
+    const after = await post(gw.url, '/v1/systemone', sampleRequest(), bearer(data.key));
+    expect(after.body).toMatchObject({ code: 40101, message: 'the API key has been revoked' });
+  });
+
+  it('reports usage with totals and recent records, limit defaulting to 20', async () => {
+    const { data } = (await post(gw.url, '/admin/keys', { name: 'u', credits: 50 }, admin)).body;
+    const sent = [];
+    for (let i = 0; i < 3; i++)
+      sent.push(await post(gw.url, '/v1/systemone', sampleRequest(), bearer(data.key)));
+    await post(gw.url, '/v1/systemone', { ...sampleRequest(), state: null }, bearer(data.key));
+    const usage = await get(gw.url, `/admin/keys/${data.id}/usage?limit=2`, admin);
+    expect(usage.body.data.totals.requests).toBe(4);
+    expect(usage.body.data.totals.creditsUsed).toBeCloseTo(
+      sent.reduce((s, r) => s + r.body.data.creditsUsed, 0),
+      9,
+    );
+    expect(usage.body.data.recent).toHaveLength(2);
+    expect(usage.body.data.recent[0]).toMatchObject({ status: 400, creditsUsed: 0 });
+    expect(usage.body.data.recent[0]).toEqual({
+      requestId: expect.stringMatching(/^req_/),
+      creditsUsed: 0,
+      input_tokens: 0,
+      output_tokens: 0,
+      questions: 0,
+      status: 400,
+      elapsedMs: expect.any(Number),
+      at: expect.any(String),
+    });
+    expect((await get(gw.url, `/admin/keys/${data.id}/usage`, admin)).body.data.recent).toHaveLength(4);
+    expect((await get(gw.url, `/admin/keys/${data.id}/usage?limit=1001`, admin)).body.code).toBe(40001);
+    expect((await get(gw.url, `/admin/keys/${data.id}/usage?limit=0`, admin)).body.code).toBe(40001);
+  });
+
+  it('answers 40400 for an unknown key id', async () => {
+    for (const [method, path] of [
+      ['GET', '/admin/keys/key_nope'],
+      ['POST', '/admin/keys/key_nope/revoke'],
+      ['GET', '/admin/keys/key_nope/usage'],
+    ] as const) {
+      const response =
+        method === 'GET' ? await get(gw.url, path, admin) : await post(gw.url, path, undefined, admin);
+      expect(response.body).toMatchObject({ code: 40400, error: { type: 'not_found' } });
+    }
+    expect((await post(gw.url, '/admin/keys/key_nope/credits', { amount: 1 }, admin)).body.code).toBe(40400);
+  });
+
+  it('needs the admin token: none → 40100, anything else → 40101 (an API key too)', async () => {
+    expect((await get(gw.url, '/admin/keys')).body.code).toBe(40100);
+    expect((await get(gw.url, '/admin/keys', bearer('wrong-token-of-some-length'))).body.code).toBe(40101);
+    const apiKey = (await gw.createKey()).key;
+    expect((await get(gw.url, '/admin/keys', bearer(apiKey))).body.code).toBe(40101);
+    expect((await post(gw.url, '/admin/keys', '{bad json', {})).body.code).toBe(40100);
+  });
+
+  it('sends 405 with Allow for a wrong method on an admin path', async () => {
+    const response = await fetch(`${gw.url}/admin/keys/abc`, { method: 'DELETE', headers: admin });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe('GET, HEAD');
+  });
+
+  it('never logs the admin token or a plain key', async () => {
+    const created = await post(gw.url, '/admin/keys', { name: 'log', credits: 1 }, admin);
+    const all = gw.logs.join('\n');
+    expect(all).not.toContain(ADMIN_TOKEN);
+    expect(all).not.toContain(created.body.data.key);
+  });
+});
+
+describe('admin API switched off', () => {
+  it('answers 404 on every admin path when ADMIN_TOKEN is unset', async () => {
+    const gw = await startGateway();
+    try {
+      expect((await get(gw.url, '/admin/keys', admin)).body.code).toBe(40400);
+      expect((await post(gw.url, '/admin/keys', { name: 'x', credits: 1 }, admin)).body.code).toBe(40400);
+    } finally {
+      await gw.close();
+    }
+  });
+});

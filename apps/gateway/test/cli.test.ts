@@ -1,0 +1,102 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runKeysCli } from '../src/cli/keys.ts';
+
+const run = promisify(execFile);
+
+describe('pnpm keys CLI', () => {
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'dg-cli-'));
+    env = { DATABASE_URL: `file:${join(dir, 'keys.db')}` };
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function cli(...argv: string[]) {
+    let stdout = '';
+    let stderr = '';
+    const code = await runKeysCli(
+      argv,
+      env,
+      (t) => {
+        stdout += t;
+      },
+      (t) => {
+        stderr += t;
+      },
+    );
+    return { code, stdout, stderr, json: () => JSON.parse(stdout) };
+  }
+
+  it('creates, lists, shows, adjusts, revokes and reports usage', async () => {
+    const created = await cli('create', '--name', 'svc', '--credits', '5', '--rate-limit', '30', '--json');
+    expect(created.code).toBe(0);
+    const key = created.json();
+    expect(key).toMatchObject({ name: 'svc', credits: 5, rateLimitPerMinute: 30 });
+    expect(key.key).toMatch(/^dg_/);
+
+    const list = await cli('list', '--json');
+    expect(list.json().keys).toEqual([expect.objectContaining({ id: key.id })]);
+    expect(list.stdout).not.toContain(key.key);
+
+    expect((await cli('show', key.id, '--json')).json().id).toBe(key.id);
+    expect((await cli('credits', key.id, '2.5', '--json')).json().credits).toBe(7.5);
+    expect((await cli('credits', key.id, '-7.5', '--json')).json().credits).toBe(0);
+    const negative = await cli('credits', key.id, '-1');
+    expect(negative.code).toBe(1);
+    expect(negative.stderr).toContain('40001');
+
+    expect((await cli('revoke', key.id, '--json')).json().revokedAt).not.toBeNull();
+    const usage = await cli('usage', key.id, '--limit', '5', '--json');
+    expect(usage.json()).toEqual({
+      totals: { requests: 0, creditsUsed: 0, input_tokens: 0, output_tokens: 0 },
+      recent: [],
+    });
+  });
+
+  it('prints readable text without --json, and the plain key once on create', async () => {
+    const created = await cli('create', '--name', 'text', '--unlimited');
+    expect(created.stdout).toContain('credits: unlimited');
+    expect(created.stdout).toMatch(/API key \(shown only this once\):\n {2}dg_/);
+    const list = await cli('list');
+    expect(list.stdout).toContain('text');
+    expect(list.stdout).not.toMatch(/dg_[A-Za-z0-9_-]{43}/);
+  });
+
+  it('refuses bad arguments with exit code 2 and a message', async () => {
+    expect((await cli('create', '--name', 'x')).stderr).toContain('--credits N or --unlimited');
+    expect((await cli('create', '--name', 'x', '--credits', '-1')).stderr).toContain(
+      'credits: must be at least 0',
+    );
+    expect((await cli('create', '--name', '', '--credits', '1')).code).toBe(2);
+    expect((await cli('frobnicate')).code).toBe(2);
+    expect((await cli('--bogus')).code).toBe(2);
+    expect((await cli()).code).toBe(2);
+    expect((await cli('show', 'key_missing')).code).toBe(1);
+  });
+
+  it('runs as a process from the repository root (pnpm keys)', async () => {
+    const root = resolve(import.meta.dirname, '../../..');
+    const { stdout } = await run(
+      'pnpm',
+      ['--silent', 'keys', 'create', '--name', 'proc', '--credits', '1', '--json'],
+      {
+        cwd: root,
+        env: { ...process.env, ...env },
+      },
+    );
+    expect(JSON.parse(stdout)).toMatchObject({ name: 'proc', credits: 1 });
+    const failed = await run('pnpm', ['--silent', 'keys', 'show', 'key_nope'], {
+      cwd: root,
+      env: { ...process.env, ...env },
+    }).catch((error: { code: number; stderr: string }) => error);
+    expect(failed).toMatchObject({ code: 1 });
+    expect((failed as { stderr: string }).stderr).toContain('40400');
+  });
+});
