@@ -139,3 +139,22 @@ describe('tRPC door: same semantics as REST', () => {
     for (const name of response.headers.keys()) expect(name.startsWith('access-control-')).toBe(false);
   });
 });
+
+describe('tRPC batching', () => {
+  it('is refused: one HTTP request is one evaluation with one request id', async () => {
+    const gw = await startGateway();
+    try {
+      const { key } = await gw.createKey();
+      const response = await fetch(`${gw.url}/trpc/evaluate,evaluate?batch=1`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer(key) },
+        body: JSON.stringify({ 0: sampleRequest(), 1: sampleRequest() }),
+      });
+      expect(response.status).toBe(400);
+      const body: any = await response.json();
+      expect(JSON.stringify(body)).toContain('40001');
+    } finally {
+      await gw.close();
+    }
+  });
+});

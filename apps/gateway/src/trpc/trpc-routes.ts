@@ -59,6 +59,8 @@ export async function trpcRoutes(app: FastifyInstance, opts: { evaluate: Evaluat
         }),
         path: request.params.path,
         error: null,
+        // One HTTP request is one evaluation: its request id names its reservation and usage record.
+        allowBatching: false,
         responseMeta({ errors }) {
           // 429 and 503 carry Retry-After on this door too (SPEC §4).
           for (const error of errors) {

@@ -17,12 +17,14 @@ export const NOUL_EVIDENCE_BIAS = 0.25;
 
 /**
  * The built-in upstream: a lexical relevance baseline, NOT a language model. It ranks options by
- * BM25 relevance between the state (plus instructions) and each option's label and description,
+ * BM25 relevance between the state and each option's label and description,
  * turns scores into a distribution with a fixed-temperature softmax, and counts input tokens with
  * a real tokenizer (o200k_base) over the text it reads. Offline, deterministic, output tokens 0.
  */
 export function answerLexically(state: State, question: Question): Answer {
-  const query = terms(`${renderState(state)}\n${renderContent(question.instructions)}`);
+  // The state is the evidence. Instructions say what to decide, not what is true: words they
+  // share with one option ("How urgent?" vs "not urgent") must not tip the answer.
+  const query = terms(renderState(state));
   switch (question.type) {
     case 'choice': {
       const documents = choiceLabels(question).map((label) =>
@@ -35,12 +37,11 @@ export function answerLexically(state: State, question: Question): Answer {
       return answerFromWeights(question, softmax(bm25Scores(query, documents), TEMPERATURE));
     }
     case 'noul': {
-      // The statement itself is evidence for "true"; the state is what it is tested against.
-      const stateTerms = terms(renderState(state));
+      // The statement itself describes "true"; the state is what it is tested against.
       const criteria = question.criteria ?? {};
       const trueSide = terms(`${renderContent(question.instructions)}\n${renderContent(criteria.true)}`);
       const falseSide = terms(renderContent(criteria.false));
-      const [forTrue = 0, forFalse = 0] = bm25Scores(stateTerms, [trueSide, falseSide]);
+      const [forTrue = 0, forFalse = 0] = bm25Scores(query, [trueSide, falseSide]);
       return answerFromWeights(question, softmax([forTrue - NOUL_EVIDENCE_BIAS, forFalse], TEMPERATURE));
     }
   }

@@ -82,6 +82,18 @@ describe('the lexical baseline ranks clear cases right', () => {
     });
   });
 
+  it('takes evidence from the state, not from words the instructions share with an option', () => {
+    const question: ScoreQuestion = {
+      type: 'score',
+      instructions: 'How urgent is it?',
+      criteria: ['not urgent', 'soon', 'now'],
+    };
+    const answer = answerLexically('Please update the billing address on my account.', question);
+    if (answer.type !== 'score') throw new Error('wrong type');
+    expect(answer.score).toBeCloseTo(1, 10);
+    expect(answer.confidence).toBeCloseTo(0, 10);
+  });
+
   it('uses the state when it is an object or array', () => {
     const answer = answerLexically({ ticket: { body: refundText } }, triage);
     expect(answer.type === 'choice' && answer.choice).toBe('billing');

@@ -1,0 +1,48 @@
+import type { EvaluationResult, Usage } from '@decision-gateway/contract';
+import type { ChoiceDefinition, QuestionDefinition, ScoreDefinition } from './builders.ts';
+
+/** "0" | "1" | … for a tuple of levels; any index string for an array of unknown length. */
+export type LevelIndex<Levels extends readonly unknown[]> = number extends Levels['length']
+  ? `${number}`
+  : Exclude<keyof Levels, keyof unknown[]> & string;
+
+export interface ChoiceAnswerOf<Label extends string> {
+  type: 'choice';
+  choice: Label;
+  confidence: number;
+  probabilities: { [L in Label]: number };
+}
+
+export interface ScoreAnswerOf<Levels extends readonly unknown[]> {
+  type: 'score';
+  score: number;
+  confidence: number;
+  legend: { [I in LevelIndex<Levels>]: I extends keyof Levels ? Levels[I] : Levels[number] };
+  probabilities: { [I in LevelIndex<Levels>]: number };
+}
+
+export interface NoulAnswerOf {
+  type: 'noul';
+  noul: number;
+}
+
+/** The answer a question definition gets back, typed from the definition itself. */
+export type AnswerOf<Q> =
+  Q extends ChoiceDefinition<infer Criteria>
+    ? ChoiceAnswerOf<keyof Criteria & string>
+    : Q extends ScoreDefinition<infer Levels>
+      ? ScoreAnswerOf<Levels>
+      : Q extends { type: 'noul' }
+        ? NoulAnswerOf
+        : never;
+
+/** One typed answer per question ID sent, and no others. */
+export type AnswersOf<Questions extends Record<string, QuestionDefinition>> = {
+  [Id in keyof Questions]: AnswerOf<Questions[Id]>;
+};
+
+/** What `client.evaluate` resolves to: the success `data` with answers typed per question. */
+export interface Evaluation<Questions extends Record<string, QuestionDefinition>> {
+  result: Omit<EvaluationResult, 'answers' | 'usage'> & { answers: AnswersOf<Questions>; usage: Usage };
+  creditsUsed?: number;
+}

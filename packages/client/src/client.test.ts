@@ -1,0 +1,260 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { failure } from '@decision-gateway/contract';
+import {
+  buildGateway,
+  createKeyService,
+  createLogger,
+  openSqliteStore,
+  pricingFromCredits,
+} from '@decision-gateway/gateway';
+import { createLexicalUpstream, type Upstream } from '@decision-gateway/questions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { choice, createGatewayClient, GatewayError, GatewayNetworkError, noul, score } from './index.ts';
+
+/** A real gateway on 127.0.0.1 with a fresh SQLite file, the way the quick start runs it. */
+async function startGateway(upstream: Upstream = createLexicalUpstream()) {
+  const dir = mkdtempSync(join(tmpdir(), 'dg-client-'));
+  const store = openSqliteStore(join(dir, 'gateway.db'));
+  const gateway = buildGateway({
+    store,
+    upstream,
+    logger: createLogger('silent'),
+    pricing: pricingFromCredits(1, 0),
+    rateLimitPerMinute: 0,
+    upstreamTimeoutMs: 10_000,
+  });
+  const url = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+  const keys = createKeyService(store);
+  const created = await keys.create({ name: 'client-test', credits: 100 });
+  if (!created.ok) throw new Error(created.error.message);
+  return {
+    url,
+    key: created.value.key,
+    keys,
+    async close() {
+      await gateway.app.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+describe('createGatewayClient against a real gateway', () => {
+  let gw: Awaited<ReturnType<typeof startGateway>>;
+  beforeAll(async () => {
+    gw = await startGateway();
+  });
+  afterAll(() => gw.close());
+
+  it('evaluates with builders, defaulting the model, and returns typed answers', async () => {
+    const client = createGatewayClient({ url: gw.url, apiKey: gw.key });
+    const { result, creditsUsed } = await client.evaluate({
+      state: 'I was charged twice for my order. Please refund the double charge.',
+      questions: {
+        team: choice('Which team should handle this?', {
+          billing: 'payments, refunds',
+          technical: 'bugs, crashes',
+        }),
+        urgency: score('How urgent is it?', ['not urgent', 'soon', 'now']),
+        refund: noul('Is this a refund request?'),
+      },
+    });
+    expect(result.model).toBe('vendor/model-1.13');
+    expect(result.answers.team.choice).toBe('billing');
+    expect(result.answers.team.probabilities.billing).toBeGreaterThan(
+      result.answers.team.probabilities.technical,
+    );
+    expect(Object.keys(result.answers.urgency.probabilities)).toEqual(['0', '1', '2']);
+    expect(result.answers.urgency.legend['0']).toBe('not urgent');
+    expect(result.answers.refund.noul).toBeGreaterThan(0.5);
+    expect(result.usage.input_tokens).toBeGreaterThan(0);
+    expect(creditsUsed).toBe(result.usage.input_tokens / 1000);
+  });
+
+  it('lists models and exposes the raw tRPC proxy', async () => {
+    const client = createGatewayClient({ url: `${gw.url}/`, apiKey: gw.key });
+    expect((await client.listModels()).models[0]?.name).toBe('vendor/model-1.13');
+    expect((await client.trpc.models.query()).models).toHaveLength(1);
+  });
+
+  it('rejects with GatewayError carrying code, type, status, issues and requestId', async () => {
+    const client = createGatewayClient({ url: gw.url, apiKey: gw.key });
+    const error = await client
+      .evaluate({ state: 's', questions: { team: choice(null, { only: null }) } })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GatewayError);
+    expect(error).not.toBeInstanceOf(GatewayNetworkError);
+    expect(error).toMatchObject({
+      code: 40001,
+      type: 'invalid_request',
+      status: 400,
+      message: 'questions.team.criteria: a choice needs at least 2 options',
+      issues: [{ path: ['questions', 'team', 'criteria'], message: 'a choice needs at least 2 options' }],
+      requestId: expect.stringMatching(/^req_/),
+    });
+
+    const unauthenticated = createGatewayClient({ url: gw.url });
+    await expect(unauthenticated.listModels()).rejects.toMatchObject({
+      code: 40100,
+      status: 401,
+      type: 'missing_api_key',
+    });
+    const wrongKey = createGatewayClient({ url: gw.url, apiKey: 'dg_wrong' });
+    await expect(wrongKey.evaluate({ state: 's', questions: { q: noul('x') } })).rejects.toMatchObject({
+      code: 40101,
+    });
+  });
+
+  it('uses the given fetch and headers', async () => {
+    const seen: Headers[] = [];
+    const client = createGatewayClient({
+      url: gw.url,
+      apiKey: gw.key,
+      headers: { 'x-caller': 'tests' },
+      fetch: (input, init) => {
+        seen.push(new Headers(init?.headers));
+        return fetch(input, init);
+      },
+    });
+    await client.listModels();
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.get('x-caller')).toBe('tests');
+    expect(seen[0]?.get('authorization')).toBe(`Bearer ${gw.key}`);
+  });
+});
+
+describe('transport failures', () => {
+  it('a closed port is a GatewayNetworkError', async () => {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    const client = createGatewayClient({ url: `http://127.0.0.1:${port}`, apiKey: 'dg_x' });
+    const error = await client.listModels().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GatewayNetworkError);
+    expect(error).toMatchObject({ code: 0, status: 0, type: 'network_error' });
+  });
+
+  it('a server that is not a gateway is a GatewayNetworkError naming its status', async () => {
+    const server: Server = createServer((_req, res) => {
+      res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>Bad Gateway</h1>');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const client = createGatewayClient({ url: `http://127.0.0.1:${port}`, apiKey: 'dg_x' });
+      const error = await client.listModels().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(GatewayNetworkError);
+      expect(error).toMatchObject({ type: 'invalid_response', status: 502 });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe('retries for 429 and 503', () => {
+  /** An upstream that is unavailable for its first `failures` calls, asking for a 50 ms wait. */
+  function flakyUpstream(failures: number): Upstream & { calls: number } {
+    const lexical = createLexicalUpstream();
+    const upstream = {
+      name: 'flaky',
+      calls: 0,
+      usageBound: lexical.usageBound,
+      async answer(call: Parameters<Upstream['answer']>[0]) {
+        upstream.calls++;
+        if (upstream.calls <= failures) {
+          return { ok: false as const, failure: failure('unavailable', 'busy', { retryAfterMs: 50 }) };
+        }
+        return lexical.answer(call);
+      },
+    };
+    return upstream;
+  }
+
+  it('are off by default', async () => {
+    const upstream = flakyUpstream(1);
+    const gw = await startGateway(upstream);
+    try {
+      const client = createGatewayClient({ url: gw.url, apiKey: gw.key });
+      await expect(client.evaluate({ state: 's', questions: { q: noul('x') } })).rejects.toMatchObject({
+        code: 50300,
+        retryAfterMs: 50,
+      });
+      expect(upstream.calls).toBe(1);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('retry up to maxRetries, waiting retryAfterMs, then succeed', async () => {
+    const upstream = flakyUpstream(2);
+    const gw = await startGateway(upstream);
+    try {
+      const client = createGatewayClient({ url: gw.url, apiKey: gw.key, retry: { maxRetries: 2 } });
+      const started = performance.now();
+      const { result } = await client.evaluate({ state: 's', questions: { q: noul('x') } });
+      expect(result.answers.q.type).toBe('noul');
+      expect(upstream.calls).toBe(3);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(100);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('give up after maxRetries with the last error, and never retry other errors', async () => {
+    const upstream = flakyUpstream(10);
+    const gw = await startGateway(upstream);
+    try {
+      const client = createGatewayClient({ url: gw.url, apiKey: gw.key, retry: { maxRetries: 1 } });
+      await expect(client.evaluate({ state: 's', questions: { q: noul('x') } })).rejects.toMatchObject({
+        code: 50300,
+      });
+      expect(upstream.calls).toBe(2);
+      await expect(client.evaluate({ state: 's', questions: {} })).rejects.toMatchObject({ code: 40002 });
+      expect(upstream.calls).toBe(2);
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
+describe('browser guard', () => {
+  it('refuses an API key in a browser-like environment unless dangerouslyAllowBrowser is set', () => {
+    const g = globalThis as { window?: unknown };
+    g.window = { document: {} };
+    try {
+      expect(() => createGatewayClient({ url: 'http://x', apiKey: 'dg_k' })).toThrow(/trusted server/);
+      expect(() =>
+        createGatewayClient({ url: 'http://x', apiKey: 'dg_k', dangerouslyAllowBrowser: true }),
+      ).not.toThrow();
+      expect(() => createGatewayClient({ url: 'http://x' })).not.toThrow();
+    } finally {
+      delete g.window;
+    }
+    expect(() => createGatewayClient({ url: 'http://x', apiKey: 'dg_k' })).not.toThrow();
+  });
+});
+
+describe('the README example', () => {
+  it('runs against a real gateway and prints typed answers', async () => {
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    const gw = await startGateway();
+    try {
+      const packageDir = new URL('..', import.meta.url).pathname;
+      const { stdout } = await promisify(execFile)('pnpm', ['--silent', 'example'], {
+        cwd: packageDir,
+        env: { ...process.env, DG_URL: gw.url, DG_API_KEY: gw.key },
+      });
+      expect(stdout).toContain('team: billing');
+      expect(stdout).toMatch(/refund request: \d+%/);
+      expect(stdout).toMatch(/\d+ input tokens, [\d.]+ credits/);
+    } finally {
+      await gw.close();
+    }
+  });
+});

@@ -1,0 +1,125 @@
+import type { ModelList, State } from '@decision-gateway/contract';
+import { MODEL_ID, type ModelId } from '@decision-gateway/contract/limits';
+// Types only: the client never loads server code (checked by bundle.test.ts).
+import type { AppRouter } from '@decision-gateway/gateway/router';
+import { createTRPCClient, httpLink, type TRPCClient } from '@trpc/client';
+import type { Evaluation } from './answers.ts';
+import type { QuestionDefinition } from './builders.ts';
+import { type GatewayError, GatewayNetworkError, toGatewayError } from './errors.ts';
+
+export interface RetryOptions {
+  /** How many times a 429 or 503 is retried (default 0: off). */
+  maxRetries: number;
+  /** Never wait longer than this for one retry, whatever the gateway asks (default 30000). */
+  maxDelayMs?: number;
+}
+
+export interface GatewayClientOptions {
+  /** The gateway's base URL, e.g. `http://127.0.0.1:8787` (the client calls `<url>/trpc`). */
+  url: string;
+  /** An API key (`dg_…`). Keys belong on trusted servers, never in a browser. */
+  apiKey?: string;
+  /** A fetch implementation (defaults to the global one). */
+  fetch?: typeof fetch;
+  /** Extra headers for every call. */
+  headers?: Record<string, string>;
+  /** Retries for 429 and 503, waiting `retryAfterMs` (bounded by `maxDelayMs`). Off by default. */
+  retry?: RetryOptions;
+  /** Allow an API key in a browser-like environment. Only for trusted, internal tools. */
+  dangerouslyAllowBrowser?: boolean;
+}
+
+export interface EvaluateRequest<Questions extends Record<string, QuestionDefinition>> {
+  state: State;
+  questions: Questions;
+  /** Defaults to the gateway's model, `vendor/model-1.13`. */
+  model?: ModelId;
+}
+
+export interface GatewayClient {
+  /** Evaluate 1–8 questions over a shared state; answers are typed per question ID. */
+  evaluate<const Questions extends Record<string, QuestionDefinition>>(
+    request: EvaluateRequest<Questions>,
+  ): Promise<Evaluation<Questions>>;
+  /** The models this gateway serves. */
+  listModels(): Promise<ModelList>;
+  /** The raw typed tRPC proxy, for advanced use (errors are TRPCClientError there). */
+  readonly trpc: TRPCClient<AppRouter>;
+}
+
+/** True in browsers and web workers: anywhere an API key would be exposed to end users. */
+function isBrowserLike(): boolean {
+  const g = globalThis as {
+    window?: { document?: unknown };
+    importScripts?: unknown;
+    navigator?: { product?: string };
+  };
+  return (g.window !== undefined && g.window.document !== undefined) || typeof g.importScripts === 'function';
+}
+
+const RETRYABLE = new Set([42900, 50300]);
+
+/** A typed client of the gateway's tRPC door (SPEC §9). */
+export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
+  if (options.apiKey !== undefined && isBrowserLike() && options.dangerouslyAllowBrowser !== true) {
+    throw new Error(
+      'Decision Gateway API keys must stay on a trusted server: this looks like a browser. ' +
+        'Call the gateway from your server instead, or pass dangerouslyAllowBrowser: true if you understand the risk.',
+    );
+  }
+  const base = options.url.replace(/\/+$/, '');
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.apiKey !== undefined) headers.authorization = `Bearer ${options.apiKey}`;
+
+  // A reply that is not JSON (a proxy's error page, a wrong URL) is no gateway answer at all.
+  const baseFetch = options.fetch ?? globalThis.fetch;
+  const gatewayFetch: typeof fetch = async (input, init) => {
+    const response = await baseFetch(input, init);
+    const contentType = response.headers.get('content-type') ?? '';
+    if (!/\bjson\b/i.test(contentType)) {
+      throw new GatewayNetworkError({
+        message: `${base} did not answer as a Decision Gateway (HTTP ${response.status}, ${contentType || 'no content type'})`,
+        code: 0,
+        type: 'invalid_response',
+        status: response.status,
+        requestId: response.headers.get('x-request-id') ?? undefined,
+      });
+    }
+    return response;
+  };
+
+  const trpc = createTRPCClient<AppRouter>({
+    links: [httpLink({ url: `${base}/trpc`, headers, fetch: gatewayFetch })],
+  });
+
+  const maxRetries = options.retry?.maxRetries ?? 0;
+  const maxDelayMs = options.retry?.maxDelayMs ?? 30_000;
+
+  async function call<T>(run: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await run();
+      } catch (error) {
+        const failure: GatewayError = toGatewayError(error);
+        if (attempt >= maxRetries || !RETRYABLE.has(failure.code)) throw failure;
+        const wait = Math.min(failure.retryAfterMs ?? 1000 * 2 ** attempt, maxDelayMs);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  }
+
+  return {
+    trpc,
+    evaluate(request) {
+      const input = { model: request.model ?? MODEL_ID, state: request.state, questions: request.questions };
+      // The router's output is the contract's untyped-by-question answers; the client narrows
+      // it to the questions sent, which the gateway guarantees (one answer per ID, same type).
+      return call(() => trpc.evaluate.mutate(input as never)) as Promise<
+        Evaluation<typeof request.questions>
+      >;
+    },
+    listModels() {
+      return call(() => trpc.models.query());
+    },
+  };
+}
