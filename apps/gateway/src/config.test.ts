@@ -43,6 +43,30 @@ describe('loadConfig', () => {
     });
   });
 
+  it('defaults systemone to the hosted API and its model', () => {
+    const loaded = loadConfig({ UPSTREAM: 'systemone' });
+    if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
+    expect(loaded.config.upstream).toMatchObject({
+      kind: 'systemone',
+      baseUrl: 'https://api.typesafe.ai',
+      model: 'jev-1.13.0',
+    });
+  });
+
+  it('needs a base URL and a model for openai', () => {
+    const loaded = loadConfig({ UPSTREAM: 'openai' });
+    expect(loaded.ok ? [] : loaded.problems).toEqual([
+      'UPSTREAM_BASE_URL: is required when UPSTREAM=openai',
+      'UPSTREAM_MODEL: is required when UPSTREAM=openai',
+    ]);
+    const ok = loadConfig({
+      UPSTREAM: 'openai',
+      UPSTREAM_BASE_URL: 'http://127.0.0.1:8000/v1',
+      UPSTREAM_MODEL: 'qwen',
+    });
+    expect(ok.ok && ok.config.upstream).toMatchObject({ kind: 'openai', topLogprobs: 20, model: 'qwen' });
+  });
+
   it.each([
     ['PORT', 'abc', 'PORT: must be a whole number'],
     ['PORT', '70000', 'PORT: must be at most 65535'],
@@ -55,7 +79,8 @@ describe('loadConfig', () => {
     ['ADMIN_TOKEN', 'short', 'ADMIN_TOKEN: must be at least 16 characters'],
     ['RATE_LIMIT_PER_MINUTE', '-1', 'RATE_LIMIT_PER_MINUTE: must be a whole number'],
     ['UPSTREAM', 'magic', 'UPSTREAM: must be lexical, systemone or openai'],
-    ['UPSTREAM', 'systemone', 'UPSTREAM: only lexical is available in this build so far'],
+    ['UPSTREAM', 'openai', 'UPSTREAM_BASE_URL: is required when UPSTREAM=openai'],
+    ['UPSTREAM_BASE_URL', 'ftp://x', 'UPSTREAM_BASE_URL: must be an http(s) URL'],
     ['UPSTREAM_TIMEOUT_MS', '0', 'UPSTREAM_TIMEOUT_MS: must be at least 1'],
     [
       'CREDITS_PER_1K_INPUT_TOKENS',

@@ -50,14 +50,14 @@ export const ConfigSchema = z
     RATE_LIMIT_PER_MINUTE: integer(600, 0),
     UPSTREAM: z
       .enum(['lexical', 'systemone', 'openai'], { error: 'must be lexical, systemone or openai' })
-      // The network upstreams land with their own adapters; until then say so at start.
-      .refine((kind) => kind === 'lexical', { error: 'only lexical is available in this build so far' })
       .default('lexical'),
     UPSTREAM_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
     UPSTREAM_API_KEY: z.string().optional(),
     UPSTREAM_MODEL: z.string().min(1).optional(),
     UPSTREAM_TIMEOUT_MS: integer(10_000, 1, 600_000),
     UPSTREAM_MAX_RETRIES: integer(2, 0, 10),
+    /** openai: how many alternatives to ask for; OpenAI allows up to 20, vLLM its max_logprobs. */
+    UPSTREAM_TOP_LOGPROBS: integer(20, 2, 100),
     CREDITS_PER_1K_INPUT_TOKENS: rate(1),
     CREDITS_PER_1K_OUTPUT_TOKENS: rate(0),
     LOG_LEVEL: z
@@ -65,6 +65,13 @@ export const ConfigSchema = z
         error: 'must be fatal, error, warn, info, debug, trace or silent',
       })
       .default('info'),
+  })
+  .superRefine((env, ctx) => {
+    if (env.UPSTREAM !== 'openai') return;
+    for (const name of ['UPSTREAM_BASE_URL', 'UPSTREAM_MODEL'] as const) {
+      if (env[name] === undefined)
+        ctx.addIssue({ code: 'custom', path: [name], message: 'is required when UPSTREAM=openai' });
+    }
   })
   .transform((env) => ({
     port: env.PORT,
@@ -77,11 +84,14 @@ export const ConfigSchema = z
     rateLimitPerMinute: env.RATE_LIMIT_PER_MINUTE,
     upstream: {
       kind: env.UPSTREAM,
-      baseUrl: env.UPSTREAM_BASE_URL,
+      // systemone defaults to the hosted System One API and its model (SPEC §8).
+      baseUrl:
+        env.UPSTREAM_BASE_URL ?? (env.UPSTREAM === 'systemone' ? 'https://api.typesafe.ai' : undefined),
       apiKey: env.UPSTREAM_API_KEY,
-      model: env.UPSTREAM_MODEL,
+      model: env.UPSTREAM_MODEL ?? (env.UPSTREAM === 'systemone' ? 'jev-1.13.0' : undefined),
       timeoutMs: env.UPSTREAM_TIMEOUT_MS,
       maxRetries: env.UPSTREAM_MAX_RETRIES,
+      topLogprobs: env.UPSTREAM_TOP_LOGPROBS,
     },
     pricing: {
       creditsPer1kInput: env.CREDITS_PER_1K_INPUT_TOKENS,

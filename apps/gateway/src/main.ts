@@ -27,7 +27,7 @@ if (config.embeddedDatabase) {
   }
 }
 
-const upstream = createUpstream(config.upstream);
+const upstream = createUpstream(config.upstream, logger);
 const gateway = buildGateway({
   store,
   upstream,

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { MODEL_ID } from '@decision-gateway/contract';
 import { createLexicalUpstream, type Upstream, type UpstreamOutcome } from '@decision-gateway/questions';
+import type { Logger } from 'pino';
 import { pricingFromCredits } from '../src/core/credits.ts';
 import { buildGateway, type Gateway } from '../src/http/server.ts';
 import { createKeyService, type KeyService } from '../src/keys/key-service.ts';
@@ -30,7 +31,7 @@ export interface TestGateway {
 }
 
 export interface TestGatewayOptions {
-  upstream?: Upstream;
+  upstream?: Upstream | ((logger: Logger) => Upstream);
   adminToken?: string;
   rateLimitPerMinute?: number;
   upstreamTimeoutMs?: number;
@@ -51,10 +52,15 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
       done();
     },
   });
+  const logger = createLogger('info', sink);
+  const upstream =
+    typeof options.upstream === 'function'
+      ? options.upstream(logger)
+      : (options.upstream ?? createLexicalUpstream());
   const gateway = buildGateway({
     store,
-    upstream: options.upstream ?? createLexicalUpstream(),
-    logger: createLogger('info', sink),
+    upstream,
+    logger,
     pricing: pricingFromCredits(options.creditsPer1kInput ?? 1, 0),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
     upstreamTimeoutMs: options.upstreamTimeoutMs ?? 10_000,
@@ -84,6 +90,7 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
       if (closed) return;
       closed = true;
       await gateway.app.close();
+      await upstream.close?.();
       await store.close();
       if (dir) rmSync(dir, { recursive: true, force: true });
     },

@@ -48,6 +48,8 @@ export interface EvaluationLog {
   usage?: Usage;
   creditsUsed?: number;
   upstreamMs?: number;
+  /** The upstream's own request id, logged beside the gateway's. */
+  upstreamRequestId?: string;
   reason?: string;
 }
 
@@ -187,6 +189,7 @@ export function createEvaluator(deps: EvaluationDeps) {
       return fail(call, key, error, log, reservationId);
     }
     log.usage = usage.value;
+    if (outcome.upstreamRequestId !== undefined) log.upstreamRequestId = outcome.upstreamRequestId;
     const cost = costMicro(usage.value, deps.pricing);
     const entry = usageEntry(call, key, usage.value, cost, 200, log.questions ?? 0);
     const debited = await deps.store.settle(reservationId, entry);

@@ -109,6 +109,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
         outputTokens: log?.usage?.output_tokens,
         creditsUsed: log?.creditsUsed,
         upstreamMs: log?.upstreamMs === undefined ? undefined : Math.round(log.upstreamMs),
+        upstreamRequestId: log?.upstreamRequestId,
         reason: log?.reason,
         elapsedMs: Math.round(performance.now() - request.startedAt),
       },

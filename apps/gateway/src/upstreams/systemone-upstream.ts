@@ -1,0 +1,54 @@
+import { failure, isPlainObject, type Usage } from '@decision-gateway/contract';
+import type { Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
+import type { createUpstreamHttp } from './upstream-http.ts';
+
+type UpstreamHttp = ReturnType<typeof createUpstreamHttp>;
+
+/** Reservation bound for upstreams that count their own tokens (SPEC §7). */
+export function byteBound(questions: number, bodyBytes: number): Usage {
+  // Input: the body's bytes plus 256 tokens per question (SPEC §7); output: 256 per question, so
+  // the bound still holds if output tokens are priced.
+  return { input_tokens: bodyBytes + 256 * questions, output_tokens: 256 * questions };
+}
+
+/**
+ * A service speaking the native System One protocol: the gateway's own request with the model
+ * mapped to `UPSTREAM_MODEL`, sent to `{base}/v1/systemone`. Native answers and usage pass
+ * through (the gateway checks them).
+ */
+export function createSystemOneUpstream(http: UpstreamHttp, upstreamModel: string): Upstream {
+  return {
+    name: 'systemone',
+    usageBound: (request, bodyBytes) => byteBound(Object.keys(request.questions).length, bodyBytes),
+    async answer({ request, requestId, deadlineAt }: UpstreamCall): Promise<UpstreamOutcome> {
+      const sent = await http.postJson(
+        '/v1/systemone',
+        { model: upstreamModel, state: request.state, questions: request.questions },
+        { requestId, deadlineAt },
+      );
+      if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail };
+      const result = nativeResult(sent.body);
+      if (!result) {
+        const reason = 'the body has no data.result';
+        return {
+          ok: false,
+          failure: failure('upstream_error', `the upstream returned an invalid answer: ${reason}`),
+          detail: reason,
+        };
+      }
+      return {
+        ok: true,
+        answers: result.answers,
+        usage: result.usage,
+        upstreamRequestId: sent.upstreamRequestId,
+      };
+    },
+    close: http.close,
+  };
+}
+
+/** `{code: 0, data: {result: {answers, usage}}}`, the native success envelope. */
+function nativeResult(body: unknown): { answers: unknown; usage: unknown } | undefined {
+  if (!isPlainObject(body) || !isPlainObject(body.data) || !isPlainObject(body.data.result)) return undefined;
+  return { answers: body.data.result.answers, usage: body.data.result.usage };
+}

@@ -1,0 +1,247 @@
+import { failure, type GatewayFailure } from '@decision-gateway/contract';
+import type { Logger } from 'pino';
+import { Pool } from 'undici';
+import type { CircuitBreaker } from './circuit-breaker.ts';
+import { nativeErrorReason } from './native-errors.ts';
+import {
+  type BackoffOptions,
+  backoffMs,
+  DEFAULT_BACKOFF,
+  isBusyStatus,
+  isRetryableStatus,
+  retryAfterMs,
+} from './retry-policy.ts';
+
+export interface UpstreamHttpOptions {
+  /** For logs: which upstream this is. */
+  name: string;
+  baseUrl: string;
+  apiKey?: string | undefined;
+  maxRetries: number;
+  breaker: CircuitBreaker;
+  logger: Logger;
+  /** The header carrying the upstream's own request id, logged beside the gateway's. */
+  requestIdHeader: string;
+  backoff?: BackoffOptions;
+}
+
+export type HttpResult =
+  | { ok: true; body: unknown; upstreamRequestId: string | undefined }
+  | { ok: false; failure: GatewayFailure; detail: string };
+
+interface CallContext {
+  requestId: string;
+  deadlineAt: number;
+}
+
+/** What ended the retry loop without a usable answer. */
+type Ending =
+  | { kind: 'answer'; status: number; body: unknown; upstreamRequestId: string | undefined }
+  | { kind: 'refused'; status: number; reason: string; upstreamRequestId: string | undefined }
+  | { kind: 'exhausted'; status: number | undefined; reason: string; retryAfterMs: number | undefined }
+  | { kind: 'deadline' }
+  | { kind: 'malformed'; status: number; reason: string };
+
+/**
+ * JSON over a keep-alive pool (undici) with the retry policy of SPEC §8: connection errors, 408,
+ * 429, 5xx and 529 are retried with exponential backoff and jitter, honouring `retry-after-ms` /
+ * `Retry-After`; one deadline covers every attempt and a wait that would pass it is not started.
+ * A circuit breaker fails fast while the upstream is known to be down.
+ */
+export function createUpstreamHttp(options: UpstreamHttpOptions) {
+  const base = new URL(options.baseUrl);
+  const basePath = base.pathname.replace(/\/+$/, '');
+  const pool = new Pool(base.origin, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000 });
+  const backoff = options.backoff ?? DEFAULT_BACKOFF;
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+
+  async function attempt(
+    path: string,
+    payload: string,
+    deadlineAt: number,
+  ): Promise<
+    | {
+        kind: 'response';
+        status: number;
+        headers: Record<string, string | string[] | undefined>;
+        text: string;
+      }
+    | { kind: 'connection'; reason: string }
+    | { kind: 'deadline' }
+  > {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), Math.max(0, deadlineAt - Date.now()));
+    try {
+      const response = await pool.request({
+        path: basePath + path,
+        method: 'POST',
+        headers,
+        body: payload,
+        signal: controller.signal,
+      });
+      const text = await response.body.text();
+      return { kind: 'response', status: response.statusCode, headers: response.headers, text };
+    } catch (error) {
+      if (controller.signal.aborted) return { kind: 'deadline' };
+      return { kind: 'connection', reason: (error as Error).message || 'connection failed' };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function exchange(path: string, payload: string, call: CallContext): Promise<Ending> {
+    let last: Ending = { kind: 'deadline' };
+    for (let n = 0; n <= options.maxRetries; n++) {
+      if (Date.now() >= call.deadlineAt) return { kind: 'deadline' };
+      const result = await attempt(path, payload, call.deadlineAt);
+      if (result.kind === 'deadline') return result;
+      let wait: number | undefined;
+      if (result.kind === 'connection') {
+        last = { kind: 'exhausted', status: undefined, reason: result.reason, retryAfterMs: undefined };
+      } else {
+        const upstreamRequestId = headerValue(result.headers[options.requestIdHeader]);
+        const body = parseJson(result.text);
+        if (result.status >= 200 && result.status < 300) {
+          if (body === undefined)
+            return { kind: 'malformed', status: result.status, reason: 'the body is not JSON' };
+          return { kind: 'answer', status: result.status, body: body.value, upstreamRequestId };
+        }
+        const reason = nativeErrorReason(body?.value) ?? `HTTP ${result.status}`;
+        if (!isRetryableStatus(result.status))
+          return { kind: 'refused', status: result.status, reason, upstreamRequestId };
+        const asked = retryAfterMs(result.headers);
+        last = { kind: 'exhausted', status: result.status, reason, retryAfterMs: asked };
+        wait = asked;
+        options.logger.warn(
+          {
+            requestId: call.requestId,
+            upstreamRequestId,
+            upstream: options.name,
+            status: result.status,
+            attempt: n + 1,
+            reason,
+          },
+          'upstream attempt failed',
+        );
+      }
+      if (n === options.maxRetries) break;
+      const delay = wait ?? backoffMs(n, backoff);
+      if (Date.now() + delay >= call.deadlineAt) break; // SPEC §8: never start a wait past the deadline
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+    return last;
+  }
+
+  return {
+    async postJson(path: string, payload: unknown, call: CallContext): Promise<HttpResult> {
+      const admitted = options.breaker.admit(Date.now());
+      if (!admitted.ok) {
+        return {
+          ok: false,
+          failure: failure('unavailable', 'the upstream is unavailable; try again shortly', {
+            retryAfterMs: admitted.retryAfterMs,
+          }),
+          detail: 'circuit open',
+        };
+      }
+      const ending = await exchange(path, JSON.stringify(payload), call);
+      const result = toResult(ending);
+      // Only failures that say the upstream is unwell count against it; refusals prove it answers.
+      if (ending.kind === 'exhausted' || ending.kind === 'deadline') options.breaker.failure(Date.now());
+      else options.breaker.success();
+      if (!result.ok) {
+        const upstreamRequestId = 'upstreamRequestId' in ending ? ending.upstreamRequestId : undefined;
+        options.logger.warn(
+          {
+            requestId: call.requestId,
+            upstreamRequestId,
+            upstream: options.name,
+            code: result.failure.code,
+            reason: result.detail,
+          },
+          'upstream call failed',
+        );
+      }
+      return result;
+    },
+    async close() {
+      await pool.close();
+    },
+  };
+}
+
+/** SPEC §§4, 8: how each ending reaches the caller. */
+function toResult(ending: Ending): HttpResult {
+  switch (ending.kind) {
+    case 'answer':
+      return { ok: true, body: ending.body, upstreamRequestId: ending.upstreamRequestId };
+    case 'deadline':
+      return {
+        ok: false,
+        failure: failure('upstream_timeout', 'the upstream did not answer in time'),
+        detail: 'deadline passed',
+      };
+    case 'malformed':
+      return {
+        ok: false,
+        failure: failure('upstream_error', `the upstream returned an invalid answer: ${ending.reason}`),
+        detail: ending.reason,
+      };
+    case 'refused':
+      if (ending.status === 400 || ending.status === 422) {
+        // The upstream judged the caller's input (e.g. too many tokens): the caller should know why.
+        const message = `the upstream refused the request: ${ending.reason}`;
+        return {
+          ok: false,
+          failure: failure('invalid_request', message, { issues: [{ path: [], message: ending.reason }] }),
+          detail: ending.reason,
+        };
+      }
+      if (ending.status === 401 || ending.status === 403) {
+        // The gateway's own credential was refused: an operator problem, never shown to callers.
+        return {
+          ok: false,
+          failure: failure('upstream_error', 'the upstream refused the gateway'),
+          detail: `HTTP ${ending.status}: ${ending.reason}`,
+        };
+      }
+      return {
+        ok: false,
+        failure: failure('upstream_error', `the upstream failed (HTTP ${ending.status})`),
+        detail: ending.reason,
+      };
+    case 'exhausted':
+      if (ending.status !== undefined && isBusyStatus(ending.status)) {
+        return {
+          ok: false,
+          failure: failure('unavailable', 'the upstream is busy; try again shortly', {
+            retryAfterMs: Math.round(ending.retryAfterMs ?? 1000),
+          }),
+          detail: `HTTP ${ending.status}: ${ending.reason}`,
+        };
+      }
+      return {
+        ok: false,
+        failure: failure(
+          'upstream_error',
+          ending.status === undefined
+            ? 'the upstream could not be reached'
+            : `the upstream failed (HTTP ${ending.status})`,
+        ),
+        detail: ending.status === undefined ? ending.reason : `HTTP ${ending.status}: ${ending.reason}`,
+      };
+  }
+}
+
+function parseJson(text: string): { value: unknown } | undefined {
+  try {
+    return { value: JSON.parse(text) };
+  } catch {
+    return undefined;
+  }
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,203 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { createUpstream } from '../src/upstreams/create-upstream.ts';
+import { labelWeights } from '../src/upstreams/logprobs.ts';
+import { groupsOf, tournamentCalls } from '../src/upstreams/openai-upstream.ts';
+import { bearer, post, sampleRequest, sleep, startGateway } from './harness.ts';
+import { type Handler, json, type SeenRequest, startStandIn } from './stand-in-upstream.ts';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()?.();
+});
+
+/** A chat completion whose single token had these alternatives. */
+function completion(top: Record<string, number>, usage = { prompt_tokens: 100, completion_tokens: 1 }) {
+  const top_logprobs = Object.entries(top).map(([token, p]) => ({
+    token,
+    logprob: Math.log(p),
+    bytes: null,
+  }));
+  return {
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: top_logprobs[0]?.token ?? '' },
+        logprobs: {
+          content: [{ token: top_logprobs[0]?.token, logprob: top_logprobs[0]?.logprob, top_logprobs }],
+        },
+        finish_reason: 'length',
+      },
+    ],
+    usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+  };
+}
+
+/** The options of the prompt, as "A. label" lines → { A: 'label', … }. */
+function optionsOf(request: SeenRequest): Record<string, string> {
+  const user: string = request.body.messages[1].content;
+  const section = user.split('# Options\n')[1]?.split('\n\n')[0] ?? '';
+  return Object.fromEntries(
+    section.split('\n').map((line) => [line.slice(0, 1), line.slice(3).split(':')[0] as string]),
+  );
+}
+
+async function setup(handler: Handler, env: Record<string, string> = {}) {
+  const standIn = await startStandIn(handler);
+  const loaded = loadConfig({
+    UPSTREAM: 'openai',
+    UPSTREAM_BASE_URL: `${standIn.url}/v1`,
+    UPSTREAM_MODEL: 'test-model',
+    UPSTREAM_API_KEY: 'sk-test',
+    UPSTREAM_MAX_RETRIES: '0',
+    ...env,
+  });
+  if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
+  const gw = await startGateway({
+    upstream: (logger) => createUpstream(loaded.config.upstream, logger),
+    upstreamTimeoutMs: loaded.config.upstream.timeoutMs,
+  });
+  cleanups.push(standIn.close, gw.close);
+  const key = await gw.createKey({ credits: 50 });
+  const send = (body: unknown = sampleRequest()) => post(gw.url, '/v1/systemone', body, bearer(key.key));
+  return { standIn, gw, key, send };
+}
+
+/** Answers each question kind from the prompt: choice → A, score → 2, noul → Yes. */
+const confident: Handler = (req, res) => {
+  const user: string = req.body.messages[1].content;
+  if (user.includes('# Options'))
+    return json(res, 200, completion({ A: 0.6, ' A': 0.1, b: 0.2, Hello: 0.05 }));
+  if (user.includes('# Levels')) return json(res, 200, completion({ '2': 0.7, '1': 0.2, '0': 0.1 }));
+  return json(res, 200, completion({ Yes: 0.5, ' yes': 0.2, true: 0.1, No: 0.15 }));
+};
+
+describe('UPSTREAM=openai', () => {
+  it('asks one token with logprobs per question and reads the distribution off the label tokens', async () => {
+    const { standIn, send } = await setup(confident);
+    const response = await send();
+    expect(response.status).toBe(200);
+    expect(standIn.seen).toHaveLength(3);
+    for (const request of standIn.seen) {
+      expect(request.path).toBe('/v1/chat/completions');
+      expect(request.headers.authorization).toBe('Bearer sk-test');
+      expect(request.body).toMatchObject({
+        model: 'test-model',
+        max_tokens: 1,
+        temperature: 0,
+        logprobs: true,
+        top_logprobs: 20,
+      });
+      expect(request.body.messages[1].content).toContain('Hi, I was charged twice');
+    }
+    const { team, urgency, refund } = response.body.data.result.answers;
+    // A: 0.6 + 0.1 (" A"), B: 0.2 ("b"); "Hello" is no label.
+    expect(team.choice).toBe('billing');
+    expect(team.probabilities.billing).toBeCloseTo(0.7 / 0.9, 9);
+    expect(team.probabilities.technical).toBeCloseTo(0.2 / 0.9, 9);
+    expect(team.confidence).toBeCloseTo((0.7 / 0.9 - 0.5) / 0.5, 9);
+    expect(urgency.score).toBeCloseTo(0.2 + 2 * 0.7, 9);
+    // Yes: 0.5 + 0.2 + 0.1 (true), No: 0.15.
+    expect(refund.noul).toBeCloseTo(0.8 / 0.95, 9);
+    expect(response.body.data.result.usage).toEqual({ input_tokens: 300, output_tokens: 3 });
+    expect(response.body.data.creditsUsed).toBe(0.3);
+  });
+
+  it('gives labels the server did not return the residual mass, evenly', () => {
+    const weights = labelWeights(
+      [
+        { token: 'A', logprob: Math.log(0.5) },
+        { token: 'zzz', logprob: Math.log(0.1) },
+      ],
+      ['A', 'B', 'C'],
+    );
+    expect(weights[0]).toBeCloseTo(0.5, 12);
+    expect(weights[1]).toBeCloseTo(0.2, 12);
+    expect(weights[2]).toBeCloseTo(0.2, 12);
+  });
+
+  it('sends the questions of one request in parallel: 8 questions take about as long as 1', async () => {
+    const { send } = await setup(async (_req, res) => {
+      await sleep(200);
+      json(res, 200, completion({ Yes: 0.9, No: 0.1 }));
+    });
+    const nouls = (n: number) =>
+      Object.fromEntries(
+        Array.from({ length: n }, (_, i) => [`q${i}`, { type: 'noul', instructions: `statement ${i}` }]),
+      );
+    const time = async (n: number) => {
+      const started = performance.now();
+      const response = await send({ ...sampleRequest(), questions: nouls(n) });
+      expect(response.status).toBe(200);
+      return performance.now() - started;
+    };
+    await time(1); // warm the connection pool
+    const one = await time(1);
+    const eight = await time(8);
+    expect(eight / one).toBeLessThan(2);
+  });
+
+  it('plays a tournament over choices with more options than one prompt shows', async () => {
+    const labels = Array.from({ length: 60 }, (_, i) => `option-${i}`);
+    const favourite = 'option-47';
+    const { standIn, send } = await setup((req, res) => {
+      const options = optionsOf(req);
+      const letter = Object.entries(options).find(([, label]) => label === favourite)?.[0];
+      // The favourite gets 0.9 where it is shown; otherwise the first option gets 0.6.
+      json(res, 200, completion(letter ? { [letter]: 0.9, Z: 0.01 } : { A: 0.6, B: 0.3 }));
+    });
+    const response = await send({
+      ...sampleRequest(),
+      questions: { pick: { type: 'choice', criteria: Object.fromEntries(labels.map((l) => [l, null])) } },
+    });
+    expect(response.status).toBe(200);
+    expect(standIn.seen).toHaveLength(tournamentCalls(60, 20));
+    expect(standIn.seen).toHaveLength(4); // three groups of 20, then a final of three
+    const answer = response.body.data.result.answers.pick;
+    expect(answer.choice).toBe(favourite);
+    expect(Object.keys(answer.probabilities)).toEqual(labels);
+    const sum = Object.values<number>(answer.probabilities).reduce((a, b) => a + b, 0);
+    expect(sum).toBeCloseTo(1, 9);
+    expect(response.body.data.result.usage.input_tokens).toBe(400);
+  });
+
+  it('groups options evenly and counts the calls a tournament takes', () => {
+    expect(groupsOf([1, 2, 3, 4, 5], 2).map((g) => g.length)).toEqual([1, 2, 2]);
+    const sizes = groupsOf(
+      Array.from({ length: 255 }, (_, i) => i),
+      26,
+    ).map((g) => g.length);
+    expect(sizes).toEqual([25, 26, 25, 26, 25, 26, 25, 26, 25, 26]);
+    expect(tournamentCalls(26, 26)).toBe(1);
+    expect(tournamentCalls(255, 20)).toBe(13 + 1);
+    expect(tournamentCalls(255, 5)).toBe(51 + 11 + 3 + 1);
+  });
+
+  it('names the missing feature when the server returns no logprobs', async () => {
+    const { send } = await setup((_req, res) =>
+      json(res, 200, {
+        choices: [{ index: 0, message: { role: 'assistant', content: 'A' } }],
+        usage: { prompt_tokens: 5, completion_tokens: 1 },
+      }),
+    );
+    const response = await send();
+    expect(response.status).toBe(502);
+    expect(response.body.message).toContain('no logprobs');
+    expect(response.body.message).toContain('top_logprobs');
+  });
+
+  it('refuses a completion without usage, and charges nothing for any failure', async () => {
+    const { send, gw, key } = await setup((_req, res) => {
+      const body = completion({ A: 1 });
+      delete (body as { usage?: unknown }).usage;
+      json(res, 200, body);
+    });
+    const response = await send();
+    expect(response.status).toBe(502);
+    expect(response.body.message).toContain('usage');
+    const after = await gw.keys.get(key.id);
+    expect(after.ok && after.value.credits).toBe(50);
+  });
+});
