@@ -3,6 +3,8 @@ export { type Pricing, pricingFromCredits } from './core/credits.ts';
 export { buildGateway, type Gateway, type GatewayOptions } from './http/server.ts';
 export { createKeyService, type KeyService } from './keys/key-service.ts';
 export { createLogger } from './logger.ts';
+export { createMetrics, type GatewayMetrics } from './metrics.ts';
 export { openSqliteStore } from './store/sqlite/sqlite-store.ts';
 export type { Store } from './store/store.ts';
 export type { AppRouter } from './trpc/router.ts';
+export { createUpstream } from './upstreams/create-upstream.ts';

@@ -4,6 +4,7 @@ import { pricingFromCredits } from './core/credits.ts';
 import { buildGateway } from './http/server.ts';
 import { createKeyService } from './keys/key-service.ts';
 import { createLogger } from './logger.ts';
+import { createMetrics } from './metrics.ts';
 import { openSqliteStore } from './store/sqlite/sqlite-store.ts';
 import { createUpstream } from './upstreams/create-upstream.ts';
 
@@ -27,7 +28,8 @@ if (config.embeddedDatabase) {
   }
 }
 
-const upstream = createUpstream(config.upstream, logger);
+const metrics = createMetrics();
+const upstream = createUpstream(config.upstream, logger, { metrics });
 const gateway = buildGateway({
   store,
   upstream,
@@ -36,6 +38,7 @@ const gateway = buildGateway({
   rateLimitPerMinute: config.rateLimitPerMinute,
   upstreamTimeoutMs: config.upstream.timeoutMs,
   adminToken: config.adminToken,
+  metrics,
 });
 
 const address = await gateway.app.listen({ port: config.port, host: config.host });

@@ -9,6 +9,7 @@ import { pricingFromCredits } from '../src/core/credits.ts';
 import { buildGateway, type Gateway } from '../src/http/server.ts';
 import { createKeyService, type KeyService } from '../src/keys/key-service.ts';
 import { createLogger } from '../src/logger.ts';
+import { createMetrics, type GatewayMetrics } from '../src/metrics.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../src/store/store.ts';
 
@@ -31,7 +32,7 @@ export interface TestGateway {
 }
 
 export interface TestGatewayOptions {
-  upstream?: Upstream | ((logger: Logger) => Upstream);
+  upstream?: Upstream | ((logger: Logger, metrics: GatewayMetrics) => Upstream);
   adminToken?: string;
   rateLimitPerMinute?: number;
   upstreamTimeoutMs?: number;
@@ -53,9 +54,10 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
     },
   });
   const logger = createLogger('info', sink);
+  const metrics = createMetrics();
   const upstream =
     typeof options.upstream === 'function'
-      ? options.upstream(logger)
+      ? options.upstream(logger, metrics)
       : (options.upstream ?? createLexicalUpstream());
   const gateway = buildGateway({
     store,
@@ -65,6 +67,7 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
     upstreamTimeoutMs: options.upstreamTimeoutMs ?? 10_000,
     adminToken: options.adminToken,
+    metrics,
   });
   const address = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
   const keys = createKeyService(store);

@@ -11,23 +11,25 @@ const credits = z
   })
   .refine((n) => Math.abs(n) <= 1e9, { error: 'must be at most 1000000000 in size' });
 
-export const CreateKeyBody = z.strictObject({
-  name: z
-    .string()
-    .min(1, { error: 'must not be empty' })
-    .max(100, { error: 'must be at most 100 characters' }),
-  credits: credits
-    .refine((n) => n >= 0, { error: 'must be at least 0' })
-    .nullable()
-    .meta({ description: 'Initial credits; null for unlimited.' }),
-  expiresAt: z.iso.datetime({ offset: true }).optional(),
-  rateLimitPerMinute: z.number().int().min(1).nullable().optional(),
-});
+export const CreateKeyBody = z
+  .strictObject({
+    name: z
+      .string()
+      .min(1, { error: 'must not be empty' })
+      .max(100, { error: 'must be at most 100 characters' }),
+    credits: credits
+      .refine((n) => n >= 0, { error: 'must be at least 0' })
+      .nullable()
+      .meta({ description: 'Initial credits; null for unlimited.' }),
+    expiresAt: z.iso.datetime({ offset: true }).optional(),
+    rateLimitPerMinute: z.number().int().min(1).nullable().optional(),
+  })
+  .meta({ id: 'CreateKeyBody' });
 export type CreateKeyBody = z.infer<typeof CreateKeyBody>;
 
-export const AdjustCreditsBody = z.strictObject({
-  amount: credits.meta({ description: 'Credits to add; negative removes.' }),
-});
+export const AdjustCreditsBody = z
+  .strictObject({ amount: credits.meta({ description: 'Credits to add; negative removes.' }) })
+  .meta({ id: 'AdjustCreditsBody' });
 export type AdjustCreditsBody = z.infer<typeof AdjustCreditsBody>;
 
 export const KeyObject = z
@@ -47,7 +49,7 @@ export type KeyObject = z.infer<typeof KeyObject>;
 
 export const CreatedKey = KeyObject.extend({
   key: z.string().meta({ description: 'The plain key, shown once.' }),
-});
+}).meta({ id: 'CreatedKey' });
 export type CreatedKey = z.infer<typeof CreatedKey>;
 
 export const UsageRecord = z.strictObject({
@@ -62,15 +64,17 @@ export const UsageRecord = z.strictObject({
 });
 export type UsageRecord = z.infer<typeof UsageRecord>;
 
-export const UsageReport = z.strictObject({
-  totals: z.strictObject({
-    requests: z.number().int(),
-    creditsUsed: z.number(),
-    input_tokens: z.number().int(),
-    output_tokens: z.number().int(),
-  }),
-  recent: z.array(UsageRecord),
-});
+export const UsageReport = z
+  .strictObject({
+    totals: z.strictObject({
+      requests: z.number().int(),
+      creditsUsed: z.number(),
+      input_tokens: z.number().int(),
+      output_tokens: z.number().int(),
+    }),
+    recent: z.array(UsageRecord),
+  })
+  .meta({ id: 'UsageReport' });
 export type UsageReport = z.infer<typeof UsageReport>;
 
 export const UsageQuery = z.strictObject({

@@ -39,22 +39,28 @@ export type ScoreAnswer = z.infer<typeof ScoreAnswer>;
 export type NoulAnswer = z.infer<typeof NoulAnswer>;
 export type Answer = z.infer<typeof Answer>;
 
-export const Usage = z.strictObject({
-  input_tokens: z.number().int().min(0),
-  output_tokens: z.number().int().min(0),
-});
+export const Usage = z
+  .strictObject({
+    input_tokens: z.number().int().min(0),
+    output_tokens: z.number().int().min(0),
+  })
+  .meta({ id: 'Usage' });
 export type Usage = z.infer<typeof Usage>;
 
-export const EvaluationResult = z.strictObject({
-  model: z.literal(MODEL_ID),
-  answers: z.record(z.string(), Answer).meta({ description: 'One answer per question ID sent.' }),
-  usage: Usage,
-  elapsedMs: z.number().int().min(0).meta({ description: 'Whole gateway request, in milliseconds.' }),
-});
+export const EvaluationResult = z
+  .strictObject({
+    model: z.literal(MODEL_ID),
+    answers: z.record(z.string(), Answer).meta({ description: 'One answer per question ID sent.' }),
+    usage: Usage,
+    elapsedMs: z.number().int().min(0).meta({ description: 'Whole gateway request, in milliseconds.' }),
+  })
+  .meta({ id: 'EvaluationResult' });
 export type EvaluationResult = z.infer<typeof EvaluationResult>;
 
-export const EvaluationData = z.strictObject({
-  result: EvaluationResult,
-  creditsUsed: z.number().min(0).optional().meta({ description: 'Credits debited (API-key requests).' }),
-});
+export const EvaluationData = z
+  .strictObject({
+    result: EvaluationResult,
+    creditsUsed: z.number().min(0).optional().meta({ description: 'Credits debited (API-key requests).' }),
+  })
+  .meta({ id: 'EvaluationData' });
 export type EvaluationData = z.infer<typeof EvaluationData>;

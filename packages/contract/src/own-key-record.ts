@@ -48,7 +48,13 @@ export function ownKeyRecord<Key extends z.ZodType<string>, Value extends z.ZodT
       }
     });
   const described = description === undefined ? schema : schema.meta({ description });
-  RECORD_SHAPES.set(described, description === undefined ? shape : shape.meta({ description }));
+  // The shape carries the size limits too, so generated JSON Schema states them.
+  const documented = shape.meta({
+    ...(description !== undefined && { description }),
+    minProperties: size.min,
+    maxProperties: size.max,
+  });
+  RECORD_SHAPES.set(described, documented);
   return described;
 }
 

@@ -6,6 +6,7 @@ import {
   type GatewayFailure,
   MODEL_ID,
   parseEvaluationRequest,
+  type QuestionType,
   type Usage,
 } from '@decision-gateway/contract';
 import { checkAnswers, checkUsage, type Upstream } from '@decision-gateway/questions';
@@ -48,8 +49,12 @@ export interface EvaluationLog {
   usage?: Usage;
   creditsUsed?: number;
   upstreamMs?: number;
+  /** Whether the upstream's answer was usable (after the checks of SPEC §8). */
+  upstreamOutcome?: 'ok' | 'error';
   /** The upstream's own request id, logged beside the gateway's. */
   upstreamRequestId?: string;
+  /** How many questions of each type the request asked. */
+  questionTypes?: Partial<Record<QuestionType, number>>;
   reason?: string;
 }
 
@@ -134,6 +139,10 @@ export function createEvaluator(deps: EvaluationDeps) {
     if (!parsed.ok) return fail(call, key, parsed.error, log);
     const request = parsed.value;
     log.questions = Object.keys(request.questions).length;
+    log.questionTypes = {};
+    for (const question of Object.values(request.questions)) {
+      log.questionTypes[question.type] = (log.questionTypes[question.type] ?? 0) + 1;
+    }
 
     const bound = costMicro(deps.upstream.usageBound(request, body.bytes), deps.pricing);
     const now = clock();
@@ -176,6 +185,7 @@ export function createEvaluator(deps: EvaluationDeps) {
       deadlineAt: clock() + deps.upstreamTimeoutMs,
     });
     log.upstreamMs = performance.now() - upstreamStart;
+    log.upstreamOutcome = 'error';
     if (!outcome.ok) {
       if (outcome.detail) log.reason = outcome.detail;
       return fail(call, key, outcome.failure, log, reservationId);
@@ -188,6 +198,7 @@ export function createEvaluator(deps: EvaluationDeps) {
       const error = failure('upstream_error', `the upstream returned an invalid answer: ${reason}`);
       return fail(call, key, error, log, reservationId);
     }
+    log.upstreamOutcome = 'ok';
     log.usage = usage.value;
     if (outcome.upstreamRequestId !== undefined) log.upstreamRequestId = outcome.upstreamRequestId;
     const cost = costMicro(usage.value, deps.pricing);

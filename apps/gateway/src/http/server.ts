@@ -9,15 +9,17 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import type { Pricing } from '../core/credits.ts';
-import { createEvaluator } from '../core/evaluate.ts';
+import { createEvaluator, type EvaluationLog } from '../core/evaluate.ts';
 import { createKeyService } from '../keys/key-service.ts';
+import { createMetrics, type GatewayMetrics } from '../metrics.ts';
 import { createMemoryRateLimiter, type RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { Store } from '../store/store.ts';
 import { trpcErrorBody } from '../trpc/errors.ts';
 import { trpcRoutes } from '../trpc/trpc-routes.ts';
 import { adminRoutes } from './admin-routes.ts';
-import { errorBody, sendFailure, sendSuccess } from './envelope.ts';
+import { sendFailure, sendSuccess } from './envelope.ts';
 import { evaluationRoutes } from './evaluation-routes.ts';
+import { operationsRoutes } from './operations-routes.ts';
 import './fastify-types.ts';
 import { createRouteTable } from './route-table.ts';
 
@@ -30,6 +32,7 @@ export interface GatewayOptions {
   upstreamTimeoutMs: number;
   adminToken?: string | undefined;
   rateLimiter?: RateLimiter;
+  metrics?: GatewayMetrics;
 }
 
 export interface Gateway {
@@ -77,8 +80,11 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.decorateRequest('gatewayCode', undefined);
   app.decorateRequest('evaluationLog', undefined);
 
+  const metrics = options.metrics ?? createMetrics();
+
   app.addHook('onRequest', async (request, reply) => {
     request.startedAt = performance.now();
+    metrics.inFlight.inc();
     reply.header('x-request-id', request.id);
     if (state.draining && request.url !== '/healthz') {
       return sendFailure(
@@ -90,13 +96,26 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   // While draining, every response (in-flight ones too) closes its connection, so keep-alive
   // clients let go and the server can finish closing instead of waiting out idle sockets.
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', async (request, reply) => {
     if (state.draining) reply.header('connection', 'close');
+    // What the gateway itself added to this request: everything but the upstream call.
+    const overhead = performance.now() - request.startedAt - (request.evaluationLog?.upstreamMs ?? 0);
+    reply.header('x-gateway-overhead-ms', overhead.toFixed(3));
   });
 
   // One line per request, with what the evaluation said about itself; never a key or token.
   app.addHook('onResponse', async (request, reply) => {
     const log = request.evaluationLog;
+    observe(
+      metrics,
+      options.upstream.name,
+      request.routeOptions.url,
+      request.method,
+      reply.statusCode,
+      request.gatewayCode,
+      request.startedAt,
+      log,
+    );
     request.log.info(
       {
         method: request.method,
@@ -162,6 +181,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
     app.register(adminRoutes, { adminToken: options.adminToken, keys: createKeyService(options.store) });
   }
 
+  app.register(operationsRoutes, { metrics });
+
   app.get('/healthz', async (_request, reply) => sendSuccess(reply, { status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     // While draining, the onRequest hook answers 503 before this route runs.
@@ -183,4 +204,29 @@ export function buildGateway(options: GatewayOptions): Gateway {
   };
 }
 
-export { errorBody };
+/** Every metric a finished request feeds, in one place. */
+function observe(
+  metrics: GatewayMetrics,
+  upstreamName: string,
+  route: string | undefined,
+  method: string,
+  status: number,
+  code: number | undefined,
+  startedAt: number,
+  log: EvaluationLog | undefined,
+) {
+  metrics.inFlight.dec();
+  const routeLabel = route ?? 'unmatched';
+  metrics.requests.inc({ route: routeLabel, method, status, code: code === undefined ? '' : String(code) });
+  metrics.requestDuration.observe({ route: routeLabel }, (performance.now() - startedAt) / 1000);
+  if (code === 42900) metrics.rateLimited.inc();
+  if (!log) return;
+  for (const [type, count] of Object.entries(log.questionTypes ?? {})) metrics.questions.inc({ type }, count);
+  if (log.creditsUsed) metrics.creditsDebited.inc(log.creditsUsed);
+  if (log.upstreamMs !== undefined && log.upstreamOutcome !== undefined) {
+    metrics.upstreamDuration.observe(
+      { upstream: upstreamName, outcome: log.upstreamOutcome },
+      log.upstreamMs / 1000,
+    );
+  }
+}

@@ -23,6 +23,8 @@ export interface UpstreamHttpOptions {
   /** The header carrying the upstream's own request id, logged beside the gateway's. */
   requestIdHeader: string;
   backoff?: BackoffOptions;
+  /** Called before each retry (for metrics). */
+  onRetry?: () => void;
 }
 
 export type HttpResult =
@@ -128,6 +130,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
       if (n === options.maxRetries) break;
       const delay = wait ?? backoffMs(n, backoff);
       if (Date.now() + delay >= call.deadlineAt) break; // SPEC §8: never start a wait past the deadline
+      options.onRetry?.();
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
     return last;

@@ -1,0 +1,83 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Circuit states as numbers, for a gauge: 0 closed, 1 half-open, 2 open. */
+const CIRCUIT_VALUE = { closed: 0, 'half-open': 1, open: 2 } as const;
+
+/**
+ * The gateway's Prometheus metrics (prom-client), on a registry of its own so several gateways
+ * in one process (tests) never share counters. Served at GET /metrics.
+ */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'dg_' });
+  const circuits = new Map<string, () => keyof typeof CIRCUIT_VALUE>();
+
+  const metrics = {
+    registry,
+    requests: new Counter({
+      name: 'dg_http_requests_total',
+      help: 'HTTP requests by route, method, status and gateway code',
+      labelNames: ['route', 'method', 'status', 'code'] as const,
+      registers: [registry],
+    }),
+    requestDuration: new Histogram({
+      name: 'dg_http_request_duration_seconds',
+      help: 'Whole-request latency, from arrival to response',
+      labelNames: ['route'] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    upstreamDuration: new Histogram({
+      name: 'dg_upstream_duration_seconds',
+      help: 'Upstream call latency (all attempts), by upstream and outcome',
+      labelNames: ['upstream', 'outcome'] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    questions: new Counter({
+      name: 'dg_questions_total',
+      help: 'Questions evaluated, by type',
+      labelNames: ['type'] as const,
+      registers: [registry],
+    }),
+    creditsDebited: new Counter({
+      name: 'dg_credits_debited_total',
+      help: 'Credits debited from keys',
+      registers: [registry],
+    }),
+    inFlight: new Gauge({
+      name: 'dg_http_requests_in_flight',
+      help: 'Requests being handled now',
+      registers: [registry],
+    }),
+    upstreamRetries: new Counter({
+      name: 'dg_upstream_retries_total',
+      help: 'Upstream attempts retried',
+      labelNames: ['upstream'] as const,
+      registers: [registry],
+    }),
+    rateLimited: new Counter({
+      name: 'dg_rate_limited_total',
+      help: 'Requests refused by the per-key rate limit',
+      registers: [registry],
+    }),
+    /** Report an upstream's circuit state on every scrape. */
+    watchCircuit(upstream: string, state: () => keyof typeof CIRCUIT_VALUE) {
+      circuits.set(upstream, state);
+    },
+  };
+
+  new Gauge({
+    name: 'dg_upstream_circuit_state',
+    help: 'Upstream circuit breaker: 0 closed, 1 half-open, 2 open',
+    labelNames: ['upstream'] as const,
+    registers: [registry],
+    collect() {
+      for (const [upstream, state] of circuits) this.set({ upstream }, CIRCUIT_VALUE[state()]);
+    },
+  });
+
+  return metrics;
+}
+
+export type GatewayMetrics = ReturnType<typeof createMetrics>;

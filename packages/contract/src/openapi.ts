@@ -1,0 +1,276 @@
+import { z } from 'zod';
+import { AdjustCreditsBody, CreatedKey, CreateKeyBody, KeyObject, UsageReport } from './admin.ts';
+import { EvaluationData } from './answer.ts';
+import { ErrorEnvelope, successEnvelope } from './envelope.ts';
+import { ERROR_TABLE, ERROR_TYPES } from './errors.ts';
+import { LIMITS, MODEL_ID } from './limits.ts';
+import { ModelList } from './models.ts';
+import { recordShapeOf } from './own-key-record.ts';
+import { EvaluationRequest } from './request.ts';
+
+/**
+ * The OpenAPI 3.1 document of the REST API, generated from the contract's Zod schemas (Zod 4's
+ * JSON Schema output, draft 2020-12, which OpenAPI 3.1 uses as is). Nothing here restates a field.
+ */
+
+const COMPONENT = '#/components/schemas/';
+
+// Envelopes named for the document: the success envelope around each kind of data. Like every
+// shared schema of the contract, they carry an id in Zod's global registry, which becomes
+// their name under components.schemas.
+const envelopes = {
+  EvaluationEnvelope: successEnvelope(EvaluationData),
+  ModelListEnvelope: successEnvelope(ModelList),
+  KeyEnvelope: successEnvelope(KeyObject),
+  CreatedKeyEnvelope: successEnvelope(CreatedKey),
+  KeyListEnvelope: successEnvelope(z.strictObject({ keys: z.array(KeyObject) })),
+  UsageReportEnvelope: successEnvelope(UsageReport),
+  HealthEnvelope: successEnvelope(z.strictObject({ status: z.string() })),
+};
+for (const [id, schema] of Object.entries(envelopes)) z.globalRegistry.add(schema, { id });
+// Referenced by id below; importing them keeps them registered.
+void [EvaluationRequest, ErrorEnvelope, CreateKeyBody, AdjustCreditsBody];
+
+/** Own-key records are custom schemas for validation; document them as the records they are. */
+function override(ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown> }) {
+  const shape = recordShapeOf(ctx.zodSchema);
+  if (!shape) return;
+  const nested = z.toJSONSchema(shape, { unrepresentable: 'any', override }) as Record<string, unknown>;
+  delete nested.$schema;
+  delete nested.$defs; // every schema with an id is a component already
+  Object.assign(ctx.jsonSchema, pointRefsAtComponents(nested));
+}
+
+function pointRefsAtComponents(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(pointRefsAtComponents);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [
+      k,
+      k === '$ref' && typeof v === 'string' ? v.replace('#/$defs/', COMPONENT) : pointRefsAtComponents(v),
+    ]),
+  );
+}
+
+function componentSchemas(): Record<string, unknown> {
+  const { schemas } = z.toJSONSchema(z.globalRegistry, {
+    uri: (id) => `${COMPONENT}${id}`,
+    unrepresentable: 'any',
+    override,
+  });
+  return Object.fromEntries(
+    Object.entries(schemas).map(([id, schema]) => {
+      const { $schema: _s, $id: _i, ...rest } = schema as Record<string, unknown>;
+      return [id, pointRefsAtComponents(rest)];
+    }),
+  );
+}
+
+const ref = (id: string) => ({ $ref: `${COMPONENT}${id}` });
+const json = (id: string, extra: Record<string, unknown> = {}) => ({
+  'application/json': { schema: ref(id), ...extra },
+});
+const requestIdHeader = {
+  'x-request-id': {
+    description: 'The request id, also in the body and the log line.',
+    schema: { type: 'string' },
+  },
+};
+const retryAfterHeader = {
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+};
+
+/** One response per HTTP status among `types`, describing each gateway code it can carry. */
+function errorResponses(types: readonly (keyof typeof ERROR_TABLE)[]) {
+  const byStatus = new Map<number, string[]>();
+  for (const type of types) {
+    const { code, status } = ERROR_TABLE[type];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), `${code} \`${type}\``]);
+  }
+  return Object.fromEntries(
+    [...byStatus].map(([status, codes]) => [
+      String(status),
+      {
+        description: codes.join(', '),
+        headers: { ...requestIdHeader, ...(status === 429 || status === 503 ? retryAfterHeader : {}) },
+        content: json('ErrorEnvelope'),
+      },
+    ]),
+  );
+}
+
+const ok = (id: string, description = 'Success') => ({
+  description,
+  headers: requestIdHeader,
+  content: json(id),
+});
+
+const EXAMPLES = {
+  choice: {
+    summary: 'choice',
+    value: {
+      model: MODEL_ID,
+      state: 'I was charged twice for my order.',
+      questions: {
+        team: {
+          type: 'choice',
+          instructions: 'Which team?',
+          criteria: { billing: 'payments, refunds', technical: null },
+        },
+      },
+    },
+  },
+  score: {
+    summary: 'score',
+    value: {
+      model: MODEL_ID,
+      state: { ticket: 'The app is down for everyone!' },
+      questions: {
+        urgency: { type: 'score', instructions: 'How urgent?', criteria: ['low', 'medium', 'high'] },
+      },
+    },
+  },
+  noul: {
+    summary: 'noul',
+    value: {
+      model: MODEL_ID,
+      state: ['I want my money back.'],
+      questions: {
+        refund: {
+          type: 'noul',
+          instructions: 'The customer asks for a refund.',
+          criteria: { true: 'asks for money back' },
+        },
+      },
+    },
+  },
+};
+
+const EVALUATE_ERRORS = ERROR_TYPES.filter((type) => type !== 'not_found' && type !== 'method_not_allowed');
+const AUTH_ERRORS = ['missing_api_key', 'invalid_api_key', 'internal_error', 'unavailable'] as const;
+const ADMIN_ERRORS = [
+  ...AUTH_ERRORS,
+  'invalid_json',
+  'invalid_request',
+  'unsupported_media_type',
+  'payload_too_large',
+] as const;
+
+export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
+  const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+  const admin = [{ adminToken: [] }];
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Decision Gateway',
+      version: '1.0.0',
+      description:
+        'Typed AI decisions: a shared state plus 1–8 questions (choice, score, noul) answered by an upstream. ' +
+        `Bodies are at most ${LIMITS.maxBodyBytes} bytes and ${LIMITS.maxDepth} levels deep. ` +
+        'The same API is served over tRPC at /trpc (see @decision-gateway/client).',
+    },
+    ...(options.serverUrl && { servers: [{ url: options.serverUrl }] }),
+    components: {
+      schemas: componentSchemas(),
+      securitySchemes: {
+        apiKey: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer dg_…`' },
+        adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN (admin API only).' },
+      },
+    },
+    paths: {
+      '/v1/systemone': {
+        post: {
+          operationId: 'evaluate',
+          summary: 'Evaluate questions over a shared state',
+          security: [{ apiKey: [] }],
+          requestBody: { required: true, content: json('EvaluationRequest', { examples: EXAMPLES }) },
+          responses: {
+            '200': ok('EvaluationEnvelope', 'One answer per question ID'),
+            ...errorResponses(EVALUATE_ERRORS),
+          },
+        },
+      },
+      '/v1/models': {
+        get: {
+          operationId: 'listModels',
+          summary: 'The models this gateway serves',
+          security: [{ apiKey: [] }],
+          responses: { '200': ok('ModelListEnvelope'), ...errorResponses(AUTH_ERRORS) },
+        },
+      },
+      '/admin/keys': {
+        post: {
+          operationId: 'createKey',
+          summary: 'Create an API key (the plain key is returned this once)',
+          security: admin,
+          requestBody: { required: true, content: json('CreateKeyBody') },
+          responses: { '201': ok('CreatedKeyEnvelope', 'Created'), ...errorResponses(ADMIN_ERRORS) },
+        },
+        get: {
+          operationId: 'listKeys',
+          summary: 'List API keys',
+          security: admin,
+          responses: { '200': ok('KeyListEnvelope'), ...errorResponses(AUTH_ERRORS) },
+        },
+      },
+      '/admin/keys/{id}': {
+        get: {
+          operationId: 'getKey',
+          summary: 'One API key',
+          security: admin,
+          parameters: [idParam],
+          responses: { '200': ok('KeyEnvelope'), ...errorResponses([...AUTH_ERRORS, 'not_found']) },
+        },
+      },
+      '/admin/keys/{id}/credits': {
+        post: {
+          operationId: 'adjustCredits',
+          summary: 'Add or (negative) remove credits',
+          security: admin,
+          parameters: [idParam],
+          requestBody: { required: true, content: json('AdjustCreditsBody') },
+          responses: { '200': ok('KeyEnvelope'), ...errorResponses([...ADMIN_ERRORS, 'not_found']) },
+        },
+      },
+      '/admin/keys/{id}/revoke': {
+        post: {
+          operationId: 'revokeKey',
+          summary: 'Revoke a key (refused on its next request)',
+          security: admin,
+          parameters: [idParam],
+          responses: { '200': ok('KeyEnvelope'), ...errorResponses([...AUTH_ERRORS, 'not_found']) },
+        },
+      },
+      '/admin/keys/{id}/usage': {
+        get: {
+          operationId: 'keyUsage',
+          summary: 'Usage totals and recent records of a key',
+          security: admin,
+          parameters: [
+            idParam,
+            {
+              name: 'limit',
+              in: 'query',
+              required: false,
+              schema: { type: 'integer', minimum: 1, maximum: 1000, default: 20 },
+            },
+          ],
+          responses: {
+            '200': ok('UsageReportEnvelope'),
+            ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
+          },
+        },
+      },
+      '/healthz': {
+        get: { operationId: 'health', summary: 'Liveness', responses: { '200': ok('HealthEnvelope') } },
+      },
+      '/readyz': {
+        get: {
+          operationId: 'ready',
+          summary: 'Readiness: the store is reachable and the gateway is not draining',
+          responses: { '200': ok('HealthEnvelope'), ...errorResponses(['unavailable']) },
+        },
+      },
+    },
+  };
+}
