@@ -62,6 +62,7 @@ async function shutdown(signal: string) {
     await upstream.close?.();
     await store.close();
     logger.info('stopped');
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
     process.exit(0);
   } catch (error) {
     logger.error({ err: error }, 'shutdown failed');

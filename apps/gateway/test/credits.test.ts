@@ -155,9 +155,10 @@ describe('credits under concurrency', () => {
       const { id, key } = await gw.createKey({ credits: 1 });
       const now = Date.now();
       // A fresh reservation of the whole balance blocks…
-      await gw.store.reserve(id, 'req_live', MICRO, now, 0);
+      const live = await gw.store.reserve(id, 'req_live', MICRO, now, 0);
+      if (!live.ok) throw new Error('reserve failed');
       expect((await post(gw.url, '/v1/systemone', sampleRequest(), bearer(key))).body.code).toBe(40200);
-      await gw.store.release('req_live', {
+      await gw.store.release(live.reservationId, {
         requestId: 'req_live',
         keyId: id,
         creditsMicro: 0,

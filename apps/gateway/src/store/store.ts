@@ -67,9 +67,9 @@ export interface Store {
   revokeKey(id: string, at: number): Promise<KeyRecord | undefined>;
 
   /**
-   * Hold `amountMicro` against the key, named after the request it serves, if the balance minus
-   * the key's in-flight reservations covers it. Reservations created before `staleBefore` (left by
-   * a crashed process) are released first. Unlimited keys need none (`reservationId` null).
+   * Hold `amountMicro` against the key for the request `requestId`, if the balance minus the key's
+   * in-flight reservations covers it. Reservations created before `staleBefore` (left by a crashed
+   * process) no longer count. Unlimited keys need none (`reservationId` null).
    */
   reserve(
     keyId: string,

@@ -82,10 +82,17 @@ export function gatewayErrorData(
   return data;
 }
 
-/** A tRPC error response body for failures that happen before tRPC runs (e.g. a 413 while reading). */
-export function trpcErrorBody(f: GatewayFailure, requestId: string): string {
+/**
+ * A tRPC error response body (tRPC's HTTP RPC format, shaped as the router's errorFormatter
+ * shapes it) for failures answered outside tRPC's resolver: a 413 while reading, the fast path.
+ */
+export function trpcErrorBody(f: GatewayFailure, requestId: string, path?: string): string {
   const code = TRPC_CODE_BY_TYPE[f.type];
   return JSON.stringify({
-    error: { message: f.message, code: TRPC_ERROR_CODES_BY_KEY[code], data: gatewayErrorData(f, requestId) },
+    error: {
+      message: f.message,
+      code: TRPC_ERROR_CODES_BY_KEY[code],
+      data: gatewayErrorData(f, requestId, path),
+    },
   });
 }

@@ -47,3 +47,6 @@ export const appRouter = t.router({
 
 /** Import with `import type` only: clients get the types, never the server code. */
 export type AppRouter = typeof appRouter;
+
+/** Server-side calls of the router (tRPC's caller API), for the HTTP fast path. */
+export const createCaller = t.createCallerFactory(appRouter);

@@ -1,12 +1,13 @@
-import { LIMITS } from '@decision-gateway/contract';
+import { failure, LIMITS } from '@decision-gateway/contract';
+import { TRPCError } from '@trpc/server';
 import { resolveResponse } from '@trpc/server/http';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { keyCheckFailure, verifyApiKey } from '../auth/api-keys.ts';
 import type { Evaluator } from '../core/evaluate.ts';
 import { retryAfterSeconds } from '../http/envelope.ts';
 import type { Store } from '../store/store.ts';
-import { failureOfTrpcError } from './errors.ts';
-import { appRouter, type TrpcContext } from './router.ts';
+import { failureOfTrpcError, trpcErrorBody } from './errors.ts';
+import { appRouter, createCaller, type TrpcContext } from './router.ts';
 
 /**
  * tRPC door at `/trpc/<procedure>`, served by tRPC's fetch-style resolver on the body Fastify has
@@ -43,6 +44,14 @@ export async function trpcRoutes(app: FastifyInstance, opts: { evaluate: Evaluat
           return check.ok ? undefined : keyCheckFailure(check);
         },
       });
+
+      if (
+        request.method === 'POST' &&
+        request.params.path === 'evaluate' &&
+        !('batch' in (request.query as object))
+      ) {
+        return evaluateFast(request, reply, body, createContext);
+      }
 
       const url = `http://${request.headers.host ?? 'localhost'}${request.url}`;
       const headers = new Headers();
@@ -84,6 +93,42 @@ export async function trpcRoutes(app: FastifyInstance, opts: { evaluate: Evaluat
       return reply.send(text);
     },
   });
+}
+
+/**
+ * `POST /trpc/evaluate`, the hot path, through tRPC's server-side caller instead of its fetch-style
+ * resolver: the procedure, its context and its errors are the router's own, but no Web
+ * Request/Response objects are built per call. The wire format is tRPC's HTTP RPC format
+ * (`{result: {data}}` or `{error: {message, code, data}}`, status from the error), which
+ * `httpLink` reads; every other call (GET, batches, unknown procedures) takes the full resolver.
+ */
+async function evaluateFast(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: string | undefined,
+  createContext: () => Promise<TrpcContext>,
+) {
+  reply.type('application/json');
+  let input: unknown;
+  try {
+    input = body === undefined || body === '' ? undefined : JSON.parse(body);
+  } catch (error) {
+    const parseFailure = failure('invalid_json', `the body is not valid JSON: ${(error as Error).message}`);
+    request.gatewayCode = parseFailure.code;
+    return reply.code(parseFailure.status).send(trpcErrorBody(parseFailure, request.id, 'evaluate'));
+  }
+  try {
+    const data = await createCaller(await createContext()).evaluate(input as never);
+    return reply.code(200).send(JSON.stringify({ result: { data } }));
+  } catch (error) {
+    const gatewayFailure =
+      error instanceof TRPCError ? failureOfTrpcError(error) : failure('internal_error', 'internal error');
+    if (!(error instanceof TRPCError)) request.log.error({ err: error }, 'tRPC evaluate failed unexpectedly');
+    if (gatewayFailure.retryAfterMs !== undefined)
+      reply.header('retry-after', retryAfterSeconds(gatewayFailure.retryAfterMs));
+    request.gatewayCode ??= gatewayFailure.code;
+    return reply.code(gatewayFailure.status).send(trpcErrorBody(gatewayFailure, request.id, 'evaluate'));
+  }
 }
 
 /** tRPC has no context when it fails before creating one (bad JSON): add the request id then. */

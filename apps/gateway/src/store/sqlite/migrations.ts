@@ -19,26 +19,29 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
         revoked_at INTEGER,
         last_used_at INTEGER
       );
+      -- Credits granted or removed by an operator. Debits are the usage records' credits, so
+      -- balance = Σ ledger − Σ usage_records.credits_micro for every key, exactly.
       CREATE TABLE credit_ledger (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        id INTEGER PRIMARY KEY,
         key_id TEXT NOT NULL REFERENCES api_keys(id),
         delta_micro INTEGER NOT NULL,
-        kind TEXT NOT NULL CHECK (kind IN ('grant', 'debit')),
-        request_id TEXT,
         at INTEGER NOT NULL
       );
       CREATE INDEX credit_ledger_key ON credit_ledger(key_id);
+      -- Credits held for requests in flight; integer ids keep the hot inserts and deletes cheap.
       CREATE TABLE reservations (
-        id TEXT PRIMARY KEY,
+        id INTEGER PRIMARY KEY,
         key_id TEXT NOT NULL REFERENCES api_keys(id),
+        request_id TEXT NOT NULL,
         amount_micro INTEGER NOT NULL CHECK (amount_micro >= 0),
         created_at INTEGER NOT NULL
       );
       CREATE INDEX reservations_key ON reservations(key_id, created_at);
       CREATE TABLE usage_records (
-        request_id TEXT PRIMARY KEY,
+        id INTEGER PRIMARY KEY,
+        request_id TEXT NOT NULL,
         key_id TEXT NOT NULL REFERENCES api_keys(id),
-        credits_micro INTEGER NOT NULL,
+        credits_micro INTEGER NOT NULL CHECK (credits_micro >= 0),
         input_tokens INTEGER NOT NULL,
         output_tokens INTEGER NOT NULL,
         questions INTEGER NOT NULL,
@@ -46,7 +49,7 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
         elapsed_ms INTEGER NOT NULL,
         at INTEGER NOT NULL
       );
-      CREATE INDEX usage_records_key_at ON usage_records(key_id, at DESC);
+      CREATE INDEX usage_records_key_at ON usage_records(key_id, at);
     `,
   },
 ];

@@ -10,6 +10,7 @@ import type {
   UsageEntry,
   UsageTotals,
 } from '../store.ts';
+import { createGroupCommit } from './group-commit.ts';
 import { MIGRATIONS } from './migrations.ts';
 
 interface KeyRow {
@@ -25,6 +26,7 @@ interface KeyRow {
 }
 
 interface UsageRow {
+  id: number;
   request_id: string;
   key_id: string;
   credits_micro: number;
@@ -95,9 +97,9 @@ export function migrate(db: Database.Database): number[] {
 }
 
 /**
- * The Store on a SQLite file (better-sqlite3: synchronous, so each method is one transaction with
- * no interleaving inside this process; BEGIN IMMEDIATE serialises writers across processes).
- * Statements are prepared once.
+ * The Store on a SQLite file (better-sqlite3: synchronous, so each step runs with no interleaving
+ * inside this process; BEGIN IMMEDIATE serialises writers across processes). Statements are
+ * prepared once; the hot writes (reserve, settle, release) share commits through group commit.
  */
 export function openSqliteStore(path: string): Store {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -121,21 +123,29 @@ export function openSqliteStore(path: string): Store {
     revoke: db.prepare<[number, string]>(
       'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?',
     ),
-    touch: db.prepare<[number, string]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
-    ledger: db.prepare<[string, number, string, string | null, number]>(
-      'INSERT INTO credit_ledger (key_id, delta_micro, kind, request_id, at) VALUES (?, ?, ?, ?, ?)',
+    grant: db.prepare<[string, number, number]>(
+      'INSERT INTO credit_ledger (key_id, delta_micro, at) VALUES (?, ?, ?)',
     ),
-    ledgerSum: db.prepare<[string], { total: number }>(
-      'SELECT COALESCE(SUM(delta_micro), 0) AS total FROM credit_ledger WHERE key_id = ?',
+    ledgerBalance: db.prepare<[string, string], { total: number }>(
+      `SELECT (SELECT COALESCE(SUM(delta_micro), 0) FROM credit_ledger WHERE key_id = ?)
+            - (SELECT COALESCE(SUM(credits_micro), 0) FROM usage_records WHERE key_id = ?) AS total`,
     ),
-    dropStale: db.prepare<[string, number]>('DELETE FROM reservations WHERE key_id = ? AND created_at < ?'),
-    reserved: db.prepare<[string], { total: number }>(
-      'SELECT COALESCE(SUM(amount_micro), 0) AS total FROM reservations WHERE key_id = ?',
+    /** The balance and what live (not stale) reservations hold, in one statement. */
+    balance: db.prepare<{ keyId: string; since: number }, { credits: number | null; reserved: number }>(
+      `SELECT credits_micro AS credits,
+              (SELECT COALESCE(SUM(amount_micro), 0) FROM reservations
+               WHERE key_id = @keyId AND created_at >= @since) AS reserved
+       FROM api_keys WHERE id = @keyId`,
     ),
     insertReservation: db.prepare<[string, string, number, number]>(
-      'INSERT INTO reservations (id, key_id, amount_micro, created_at) VALUES (?, ?, ?, ?)',
+      'INSERT INTO reservations (key_id, request_id, amount_micro, created_at) VALUES (?, ?, ?, ?)',
     ),
-    deleteReservation: db.prepare<[string]>('DELETE FROM reservations WHERE id = ?'),
+    deleteReservation: db.prepare<[number]>('DELETE FROM reservations WHERE id = ?'),
+    dropStale: db.prepare<[number]>('DELETE FROM reservations WHERE created_at < ?'),
+    debitAndTouch: db.prepare<[number, number, string]>(
+      'UPDATE api_keys SET credits_micro = credits_micro - ?, last_used_at = ? WHERE id = ?',
+    ),
+    touch: db.prepare<[number, string]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
     insertUsage: db.prepare(
       `INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status, elapsed_ms, at)
        VALUES (@requestId, @keyId, @creditsMicro, @inputTokens, @outputTokens, @questions, @status, @elapsedMs, @at)`,
@@ -145,17 +155,16 @@ export function openSqliteStore(path: string): Store {
               COALESCE(SUM(input_tokens), 0) AS input, COALESCE(SUM(output_tokens), 0) AS output
        FROM usage_records WHERE key_id = ?`,
     ),
-    ping: db.prepare('SELECT 1'),
     recentUsage: db.prepare<[string, number], UsageRow>(
-      'SELECT * FROM usage_records WHERE key_id = ? ORDER BY at DESC, rowid DESC LIMIT ?',
+      'SELECT * FROM usage_records WHERE key_id = ? ORDER BY at DESC, id DESC LIMIT ?',
     ),
+    ping: db.prepare('SELECT 1'),
   };
 
   const createKey = db.transaction((key: NewKey) => {
     sql.insertKey.run(key);
-    if (key.creditsMicro !== null && key.creditsMicro > 0) {
-      sql.ledger.run(key.id, key.creditsMicro, 'grant', null, key.createdAt);
-    }
+    if (key.creditsMicro !== null && key.creditsMicro > 0)
+      sql.grant.run(key.id, key.creditsMicro, key.createdAt);
   });
 
   const adjustCredits = db.transaction((id: string, delta: number, at: number): AdjustResult => {
@@ -165,45 +174,57 @@ export function openSqliteStore(path: string): Store {
     const balance = row.credits_micro + delta;
     if (balance < 0) return { ok: false, code: 'would_go_negative' };
     sql.setCredits.run(balance, id);
-    if (delta !== 0) sql.ledger.run(id, delta, 'grant', null, at);
+    if (delta !== 0) sql.grant.run(id, delta, at);
     return { ok: true, key: toKey({ ...row, credits_micro: balance }) };
   });
 
-  const reserve = db.transaction(
-    (keyId: string, requestId: string, amount: number, at: number, staleBefore: number): ReserveResult => {
-      const row = sql.keyById.get(keyId);
-      if (!row) return { ok: false, code: 'insufficient_credits', availableMicro: 0 };
-      if (row.credits_micro === null) return { ok: true, reservationId: null };
-      sql.dropStale.run(keyId, staleBefore);
-      const available = row.credits_micro - (sql.reserved.get(keyId)?.total ?? 0);
-      if (available < amount)
-        return { ok: false, code: 'insufficient_credits', availableMicro: Math.max(0, available) };
-      sql.insertReservation.run(requestId, keyId, amount, at);
-      return { ok: true, reservationId: requestId };
-    },
-  );
+  const write = createGroupCommit(db);
+  /** Stale reservations only stop counting (`since`); rows are swept at most once a minute. */
+  let lastSweep = 0;
 
-  const settle = db.transaction((reservationId: string | null, entry: UsageEntry): number => {
-    if (reservationId !== null) sql.deleteReservation.run(reservationId);
-    const row = sql.keyById.get(entry.keyId);
-    let debit = entry.creditsMicro;
-    if (row && row.credits_micro !== null) {
-      // Never more than the key can still cover beside its other in-flight reservations.
-      const coverable = Math.max(0, row.credits_micro - (sql.reserved.get(entry.keyId)?.total ?? 0));
-      debit = Math.min(debit, coverable);
-      if (debit > 0) sql.setCredits.run(row.credits_micro - debit, entry.keyId);
+  const reserve = (
+    keyId: string,
+    requestId: string,
+    amount: number,
+    at: number,
+    staleBefore: number,
+  ): ReserveResult => {
+    if (at - lastSweep > 60_000) {
+      sql.dropStale.run(staleBefore);
+      lastSweep = at;
     }
-    if (debit > 0) sql.ledger.run(entry.keyId, -debit, 'debit', entry.requestId, entry.at);
-    sql.insertUsage.run({ ...entry, creditsMicro: debit });
-    sql.touch.run(entry.at, entry.keyId);
-    return debit;
-  });
+    const row = sql.balance.get({ keyId, since: staleBefore });
+    if (!row) return { ok: false, code: 'insufficient_credits', availableMicro: 0 };
+    if (row.credits === null) return { ok: true, reservationId: null };
+    const available = row.credits - row.reserved;
+    if (available < amount)
+      return { ok: false, code: 'insufficient_credits', availableMicro: Math.max(0, available) };
+    const id = sql.insertReservation.run(keyId, requestId, amount, at).lastInsertRowid;
+    return { ok: true, reservationId: String(id) };
+  };
 
-  const release = db.transaction((reservationId: string | null, entry: UsageEntry) => {
-    if (reservationId !== null) sql.deleteReservation.run(reservationId);
+  const settle = (reservationId: string | null, entry: UsageEntry): number => {
+    if (reservationId !== null) sql.deleteReservation.run(Number(reservationId));
+    // Every other reservation still counts here (stale ones are swept within a minute): the cap
+    // only bites when a cost exceeds its reservation, and then it errs in the caller's favour.
+    const row = sql.balance.get({ keyId: entry.keyId, since: 0 });
+    let debit = entry.creditsMicro;
+    if (row && row.credits !== null) {
+      // Never more than the key can still cover beside its other in-flight reservations.
+      debit = Math.min(debit, Math.max(0, row.credits - row.reserved));
+      sql.debitAndTouch.run(debit, entry.at, entry.keyId);
+    } else {
+      sql.touch.run(entry.at, entry.keyId);
+    }
+    sql.insertUsage.run({ ...entry, creditsMicro: debit });
+    return debit;
+  };
+
+  const release = (reservationId: string | null, entry: UsageEntry) => {
+    if (reservationId !== null) sql.deleteReservation.run(Number(reservationId));
     sql.insertUsage.run({ ...entry, creditsMicro: 0 });
     sql.touch.run(entry.at, entry.keyId);
-  });
+  };
 
   return {
     async createKey(key) {
@@ -232,15 +253,10 @@ export function openSqliteStore(path: string): Store {
       const row = sql.keyById.get(id);
       return row && toKey(row);
     },
-    async reserve(keyId, requestId, amount, at, staleBefore) {
-      return reserve.immediate(keyId, requestId, amount, at, staleBefore);
-    },
-    async settle(reservationId, entry) {
-      return settle.immediate(reservationId, entry);
-    },
-    async release(reservationId, entry) {
-      release.immediate(reservationId, entry);
-    },
+    reserve: (keyId, requestId, amount, at, staleBefore) =>
+      write(() => reserve(keyId, requestId, amount, at, staleBefore)),
+    settle: (reservationId, entry) => write(() => settle(reservationId, entry)),
+    release: (reservationId, entry) => write(() => release(reservationId, entry)),
     async usage(keyId, limit) {
       const totals = sql.usageTotals.get(keyId);
       const summary: UsageTotals = {
@@ -252,7 +268,7 @@ export function openSqliteStore(path: string): Store {
       return { totals: summary, recent: sql.recentUsage.all(keyId, limit).map(toUsage) };
     },
     async ledgerBalance(keyId) {
-      return sql.ledgerSum.get(keyId)?.total ?? 0;
+      return sql.ledgerBalance.get(keyId, keyId)?.total ?? 0;
     },
     async ping() {
       sql.ping.get();

@@ -1,0 +1,77 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+
+const here = dirname(new URL(import.meta.url).pathname);
+export const repoRoot = resolve(here, '../..');
+const benchDir = join(repoRoot, 'bench');
+
+export interface Running {
+  name: string;
+  url: string;
+  child: ChildProcess;
+  /** Resident set size of the process now, in bytes (Linux /proc). */
+  rss(): number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Start a TypeScript entry point in its own process and wait until it says where it listens:
+ * a `READY <url>` line, or the gateway's JSON "gateway listening" log line.
+ */
+export async function startProcess(
+  name: string,
+  entry: string,
+  env: Record<string, string> = {},
+): Promise<Running> {
+  // One node process with tsx as a loader (not the tsx CLI, which runs the program in a child
+  // process): the pid is the server itself, so its RSS is what is measured.
+  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, entry)], {
+    cwd: benchDir,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output}`)), 30_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      for (const line of output.split('\n')) {
+        const ready = /^READY (\S+)/.exec(line);
+        const listening = line.includes('"gateway listening"')
+          ? (JSON.parse(line) as { address: string }).address
+          : undefined;
+        const found = ready?.[1] ?? listening;
+        if (found) {
+          clearTimeout(timer);
+          child.stdout?.off('data', onData);
+          // Keep draining output so a chatty process never blocks on a full pipe.
+          child.stdout?.resume();
+          resolveUrl(found);
+          return;
+        }
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.on('exit', (code) => reject(new Error(`${name} exited with ${code}:\n${output}`)));
+  });
+  return {
+    name,
+    url,
+    child,
+    rss() {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+      return kb * 1024;
+    },
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,37 @@
+import { MODEL_ID } from '@decision-gateway/contract';
+
+/** A realistic 3-question request (one of each type) over a support-ticket state of ~1 KB. */
+export const BENCH_REQUEST = {
+  model: MODEL_ID,
+  state: {
+    ticket: {
+      id: 'T-48213',
+      channel: 'email',
+      subject: 'Charged twice for order #99812',
+      body:
+        'Hello, I placed order #99812 last Tuesday and my card statement shows two identical charges of 49.90 EUR. ' +
+        'I only received one confirmation email and one parcel. Could you please refund the duplicate charge? ' +
+        'I have attached a screenshot of the statement. This is the second time this happens, and I am starting to ' +
+        'consider cancelling my subscription if it is not sorted out quickly. Thanks, Dana',
+    },
+    customer: { plan: 'pro', tenureMonths: 27, previousTickets: 3, language: 'en' },
+  },
+  questions: {
+    team: {
+      type: 'choice',
+      instructions: 'Which team should handle this ticket?',
+      criteria: {
+        billing: 'payments, invoices, refunds, duplicate charges',
+        technical: 'bugs, crashes, errors in the app',
+        shipping: 'deliveries, parcels, tracking',
+        account: 'login, profile, subscription changes',
+      },
+    },
+    urgency: {
+      type: 'score',
+      instructions: 'How urgent is this ticket?',
+      criteria: ['can wait a week', 'within two days', 'today', 'immediately: the customer may churn'],
+    },
+    refund: { type: 'noul', instructions: 'The customer asks for money back.' },
+  },
+} as const;

@@ -1,0 +1,257 @@
+// pnpm bench: one run, side by side, on this machine. See the README's Performance section.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createGatewayClient } from '@decision-gateway/client';
+import { createKeyService, openSqliteStore } from '@decision-gateway/gateway';
+import autocannon from 'autocannon';
+import { type Running, repoRoot, startProcess } from './processes.ts';
+import { BENCH_REQUEST } from './request.ts';
+
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
+const CONCURRENCY = [1, 16, 64];
+const LEAK_REQUESTS = Number(process.env.BENCH_LEAK_REQUESTS ?? 100_000);
+
+interface Target {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+interface Measurement {
+  target: string;
+  concurrency: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+async function load(target: Target, connections: number, seconds: number): Promise<Measurement> {
+  const result = await autocannon({
+    url: target.url,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...target.headers },
+    body: target.body,
+    connections,
+    duration: seconds,
+  });
+  return {
+    target: target.name,
+    concurrency: connections,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts + result.non2xx,
+  };
+}
+
+async function loadCount(target: Target, connections: number, amount: number) {
+  const result = await autocannon({
+    url: target.url,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...target.headers },
+    body: target.body,
+    connections,
+    amount,
+  });
+  return result.errors + result.timeouts + result.non2xx;
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'dg-bench-'));
+  const processes: Running[] = [];
+  const started = async (...args: Parameters<typeof startProcess>) => {
+    const running = await startProcess(...args);
+    processes.push(running);
+    return running;
+  };
+  try {
+    const body = JSON.stringify(BENCH_REQUEST);
+    const upstream = await started('stand-in upstream', 'bench/src/stand-in-upstream.ts');
+    const relay = await started('baseline relay', 'bench/src/baseline-relay.ts', {
+      UPSTREAM_URL: upstream.url,
+    });
+
+    // A real key with ample credits, so reservations and debits happen as in production.
+    const databaseUrl = `file:${join(dir, 'gateway.db')}`;
+    const store = openSqliteStore(join(dir, 'gateway.db'));
+    const created = await createKeyService(store).create({ name: 'bench', credits: 1_000_000_000 });
+    await store.close();
+    if (!created.ok) throw new Error(created.error.message);
+    const apiKey = created.value.key;
+    const auth = { authorization: `Bearer ${apiKey}` };
+    const gatewayEnv = {
+      DATABASE_URL: databaseUrl,
+      RATE_LIMIT_PER_MINUTE: '0',
+      LOG_LEVEL: 'info',
+      PORT: '0',
+    };
+    const gateway = await started('gateway (systemone)', 'apps/gateway/src/main.ts', {
+      ...gatewayEnv,
+      UPSTREAM: 'systemone',
+      UPSTREAM_BASE_URL: upstream.url,
+    });
+    const lexical = await started('gateway (lexical)', 'apps/gateway/src/main.ts', {
+      ...gatewayEnv,
+      UPSTREAM: 'lexical',
+    });
+
+    // The tRPC target replays exactly what the client package sends.
+    let trpcCall: { url: string; body: string } | undefined;
+    const client = createGatewayClient({
+      url: gateway.url,
+      apiKey,
+      fetch: (input, init) => {
+        trpcCall = { url: String(input), body: String(init?.body) };
+        return fetch(input, init);
+      },
+    });
+    const check = await client.evaluate({ state: BENCH_REQUEST.state, questions: BENCH_REQUEST.questions });
+    if (!trpcCall || Object.keys(check.result.answers).length !== 3)
+      throw new Error('the tRPC check call failed');
+
+    const targets: Target[] = [
+      { name: 'baseline relay', url: `${relay.url}/v1/systemone`, headers: {}, body },
+      { name: 'gateway REST', url: `${gateway.url}/v1/systemone`, headers: auth, body },
+      { name: 'gateway tRPC', url: trpcCall.url, headers: auth, body: trpcCall.body },
+      { name: 'gateway lexical', url: `${lexical.url}/v1/systemone`, headers: auth, body },
+    ];
+
+    const measurements: Measurement[] = [];
+    for (const concurrency of CONCURRENCY) {
+      for (const target of targets) {
+        await load(target, concurrency, WARMUP);
+        const m = await load(target, concurrency, DURATION);
+        measurements.push(m);
+        process.stderr.write(
+          `${target.name.padEnd(16)} c=${String(concurrency).padEnd(3)} ${m.rps.toFixed(0).padStart(6)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors}\n`,
+        );
+      }
+    }
+
+    // Memory: RSS of the REST gateway before and after LEAK_REQUESTS more requests.
+    const rest = targets[1] as Target;
+    const rssBefore = gateway.rss();
+    const leakErrors = await loadCount(rest, 64, LEAK_REQUESTS);
+    const rssAfter = gateway.rss();
+
+    const report = buildReport(measurements, {
+      rssBefore,
+      rssAfter,
+      requests: LEAK_REQUESTS,
+      errors: leakErrors,
+    });
+    writeFileSync(join(repoRoot, 'bench/results/latest.json'), `${JSON.stringify(report, null, 2)}\n`);
+    const table = renderTable(report);
+    process.stdout.write(`\n${table}\n`);
+    updateReadme(table);
+    if (report.errors > 0) process.exitCode = 1;
+  } finally {
+    for (const running of processes.reverse()) await running.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function buildReport(
+  measurements: Measurement[],
+  memory: { rssBefore: number; rssAfter: number; requests: number; errors: number },
+) {
+  const at = (target: string, c: number) =>
+    measurements.find((m) => m.target === target && m.concurrency === c) as Measurement;
+  const rows = measurements.map((m) => {
+    const base = at('baseline relay', m.concurrency);
+    return {
+      ...m,
+      throughputRatio: m.rps / base.rps,
+      addedP50Ms: m.p50 - base.p50,
+      addedP99Ms: m.p99 - base.p99,
+    };
+  });
+  const ratio = (t: string, c: number) =>
+    rows.find((r) => r.target === t && r.concurrency === c) as (typeof rows)[number];
+  const rssGrowthMb = (memory.rssAfter - memory.rssBefore) / 2 ** 20;
+  const targets = {
+    restThroughputAt64: {
+      value: ratio('gateway REST', 64).throughputRatio,
+      bar: '≥ 0.75',
+      met: ratio('gateway REST', 64).throughputRatio >= 0.75,
+    },
+    addedP99At1Ms: {
+      value: ratio('gateway REST', 1).addedP99Ms,
+      bar: '≤ 1 ms',
+      met: ratio('gateway REST', 1).addedP99Ms <= 1,
+    },
+    addedP99At64Ms: {
+      value: ratio('gateway REST', 64).addedP99Ms,
+      bar: '≤ 5 ms',
+      met: ratio('gateway REST', 64).addedP99Ms <= 5,
+    },
+    rssGrowthMb: { value: rssGrowthMb, bar: '< 10 MB', met: rssGrowthMb < 10 },
+    trpcVsRestAt64: {
+      value: ratio('gateway tRPC', 64).rps / ratio('gateway REST', 64).rps,
+      bar: '≥ 0.85',
+      met: ratio('gateway tRPC', 64).rps / ratio('gateway REST', 64).rps >= 0.85,
+    },
+  };
+  return {
+    date: new Date().toISOString(),
+    machine: {
+      cores: cpus().length,
+      cpu: cpus()[0]?.model ?? 'unknown',
+      node: process.version,
+      platform: process.platform,
+    },
+    durationSeconds: DURATION,
+    warmupSeconds: WARMUP,
+    rows,
+    memory: { ...memory, rssGrowthMb },
+    targets,
+    errors: rows.reduce((sum, r) => sum + r.errors, 0) + memory.errors,
+  };
+}
+
+type Report = ReturnType<typeof buildReport>;
+
+function renderTable(report: Report): string {
+  const lines = [
+    `Measured ${report.date.slice(0, 10)} on ${report.machine.cores} cores (${report.machine.cpu}), Node ${report.machine.node}; ` +
+      `${report.durationSeconds} s per cell after ${report.warmupSeconds} s warm-up, autocannon, all processes on this machine.`,
+    '',
+    '| target | c | req/s | p50 ms | p99 ms | × baseline req/s | added p50 ms | added p99 ms |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...report.rows.map(
+      (r) =>
+        `| ${r.target} | ${r.concurrency} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.throughputRatio.toFixed(2)} | ${r.addedP50Ms.toFixed(1)} | ${r.addedP99Ms.toFixed(1)} |`,
+    ),
+    '',
+    `RSS of the REST gateway: ${(report.memory.rssBefore / 2 ** 20).toFixed(1)} MB before and ${(report.memory.rssAfter / 2 ** 20).toFixed(1)} MB after ${report.memory.requests.toLocaleString('en')} more requests (${report.memory.rssGrowthMb >= 0 ? '+' : ''}${report.memory.rssGrowthMb.toFixed(1)} MB).`,
+    '',
+    '| bar | measured | target | met |',
+    '| --- | ---: | --- | --- |',
+    `| REST throughput vs baseline, c=64 | ${report.targets.restThroughputAt64.value.toFixed(2)}× | ${report.targets.restThroughputAt64.bar} | ${yes(report.targets.restThroughputAt64.met)} |`,
+    `| added p99, c=1 | ${report.targets.addedP99At1Ms.value.toFixed(1)} ms | ${report.targets.addedP99At1Ms.bar} | ${yes(report.targets.addedP99At1Ms.met)} |`,
+    `| added p99, c=64 | ${report.targets.addedP99At64Ms.value.toFixed(1)} ms | ${report.targets.addedP99At64Ms.bar} | ${yes(report.targets.addedP99At64Ms.met)} |`,
+    `| RSS growth over ${report.memory.requests.toLocaleString('en')} requests | ${report.targets.rssGrowthMb.value.toFixed(1)} MB | ${report.targets.rssGrowthMb.bar} | ${yes(report.targets.rssGrowthMb.met)} |`,
+    `| tRPC vs REST throughput, c=64 | ${report.targets.trpcVsRestAt64.value.toFixed(2)}× | ${report.targets.trpcVsRestAt64.bar} | ${yes(report.targets.trpcVsRestAt64.met)} |`,
+  ];
+  return lines.join('\n');
+}
+
+const yes = (met: boolean) => (met ? 'yes' : '**no**');
+
+/** Replace the README's Performance table (between its markers) with this run's. */
+function updateReadme(table: string) {
+  const path = join(repoRoot, 'README.md');
+  const readme = readFileSync(path, 'utf8');
+  const start = '<!-- bench:start -->';
+  const end = '<!-- bench:end -->';
+  const from = readme.indexOf(start);
+  const to = readme.indexOf(end);
+  if (from === -1 || to === -1) return;
+  writeFileSync(path, `${readme.slice(0, from + start.length)}\n${table}\n${readme.slice(to)}`);
+}
+
+await main();

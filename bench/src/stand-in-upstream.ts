@@ -1,0 +1,61 @@
+// A native System One upstream that answers at once: its own process, so it never shares an
+// event loop with what is measured. Answers are built once per distinct body and then reused.
+import { createServer } from 'node:http';
+
+const cache = new Map<string, string>();
+
+function answer(body: string): string {
+  const request = JSON.parse(body) as { questions: Record<string, { type: string; criteria?: unknown }> };
+  const answers: Record<string, unknown> = {};
+  for (const [id, question] of Object.entries(request.questions)) {
+    if (question.type === 'noul') answers[id] = { type: 'noul', noul: 0.93 };
+    if (question.type === 'choice') {
+      const labels = Object.keys(question.criteria as object);
+      const p = labels.map((_, i) => (i === 0 ? 0.7 : 0.3 / (labels.length - 1)));
+      answers[id] = {
+        type: 'choice',
+        choice: labels[0],
+        confidence: 0.6,
+        probabilities: Object.fromEntries(labels.map((l, i) => [l, p[i]])),
+      };
+    }
+    if (question.type === 'score') {
+      const n = (question.criteria as unknown[]).length;
+      answers[id] = {
+        type: 'score',
+        score: (n - 1) / 2,
+        confidence: 0.2,
+        probabilities: Object.fromEntries(Array.from({ length: n }, (_, i) => [String(i), 1 / n])),
+      };
+    }
+  }
+  return JSON.stringify({
+    code: 0,
+    message: 'ok',
+    data: {
+      result: { answers, usage: { input_tokens: 412, output_tokens: 0 }, elapsedMs: 0 },
+      creditsUsed: 0.412,
+    },
+  });
+}
+
+const server = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks).toString('utf8');
+    let text = cache.get(body);
+    if (text === undefined) {
+      text = answer(body);
+      if (cache.size < 100) cache.set(body, text);
+    }
+    res
+      .writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+      .end(text);
+  });
+});
+server.keepAliveTimeout = 120_000;
+server.listen(0, '127.0.0.1', () => {
+  const address = server.address() as { port: number };
+  process.stdout.write(`READY http://127.0.0.1:${address.port}\n`);
+});
