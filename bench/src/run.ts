@@ -29,35 +29,34 @@ interface Measurement {
   errors: number;
 }
 
-async function load(target: Target, connections: number, seconds: number): Promise<Measurement> {
-  const result = await autocannon({
+/** autocannon against one target, for a duration or a number of requests. */
+function fire(target: Target, connections: number, limit: { duration: number } | { amount: number }) {
+  return autocannon({
     url: target.url,
     method: 'POST',
     headers: { 'content-type': 'application/json', ...target.headers },
     body: target.body,
     connections,
-    duration: seconds,
+    ...limit,
   });
+}
+
+const failures = (result: autocannon.Result) => result.errors + result.timeouts + result.non2xx;
+
+async function load(target: Target, connections: number, seconds: number): Promise<Measurement> {
+  const result = await fire(target, connections, { duration: seconds });
   return {
     target: target.name,
     concurrency: connections,
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
-    errors: result.errors + result.timeouts + result.non2xx,
+    errors: failures(result),
   };
 }
 
 async function loadCount(target: Target, connections: number, amount: number) {
-  const result = await autocannon({
-    url: target.url,
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...target.headers },
-    body: target.body,
-    connections,
-    amount,
-  });
-  return result.errors + result.timeouts + result.non2xx;
+  return failures(await fire(target, connections, { amount }));
 }
 
 async function main() {

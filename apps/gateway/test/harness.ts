@@ -132,17 +132,14 @@ export async function post(
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
   });
-  const text = await response.text();
-  return {
-    status: response.status,
-    headers: response.headers,
-    text,
-    body: text ? JSON.parse(text) : undefined,
-  };
+  return sent(response);
 }
 
 export async function get(base: string, path: string, headers: Record<string, string> = {}): Promise<Sent> {
-  const response = await fetch(`${base}${path}`, { headers });
+  return sent(await fetch(`${base}${path}`, { headers }));
+}
+
+async function sent(response: Response): Promise<Sent> {
   const text = await response.text();
   return {
     status: response.status,
