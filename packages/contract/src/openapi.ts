@@ -170,6 +170,11 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
         'The same API is served over tRPC at /trpc (see @decision-gateway/client).',
     },
     ...(options.serverUrl && { servers: [{ url: options.serverUrl }] }),
+    tags: [
+      { name: 'Decisions', description: 'Evaluate typed questions (API key).' },
+      { name: 'Admin', description: 'Keys and credits; only when ADMIN_TOKEN is set.' },
+      { name: 'Operations', description: 'Health and readiness. Also served: /metrics (Prometheus).' },
+    ],
     components: {
       schemas: componentSchemas(),
       securitySchemes: {
@@ -181,6 +186,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
       '/v1/systemone': {
         post: {
           operationId: 'evaluate',
+          tags: ['Decisions'],
           summary: 'Evaluate questions over a shared state',
           security: [{ apiKey: [] }],
           requestBody: { required: true, content: json('EvaluationRequest', { examples: EXAMPLES }) },
@@ -193,6 +199,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
       '/v1/models': {
         get: {
           operationId: 'listModels',
+          tags: ['Decisions'],
           summary: 'The models this gateway serves',
           security: [{ apiKey: [] }],
           responses: { '200': ok('ModelListEnvelope'), ...errorResponses(AUTH_ERRORS) },
@@ -201,6 +208,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
       '/admin/keys': {
         post: {
           operationId: 'createKey',
+          tags: ['Admin'],
           summary: 'Create an API key (the plain key is returned this once)',
           security: admin,
           requestBody: { required: true, content: json('CreateKeyBody') },
@@ -208,6 +216,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
         },
         get: {
           operationId: 'listKeys',
+          tags: ['Admin'],
           summary: 'List API keys',
           security: admin,
           responses: { '200': ok('KeyListEnvelope'), ...errorResponses(AUTH_ERRORS) },
@@ -216,6 +225,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
       '/admin/keys/{id}': {
         get: {
           operationId: 'getKey',
+          tags: ['Admin'],
           summary: 'One API key',
           security: admin,
           parameters: [idParam],
@@ -225,6 +235,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
       '/admin/keys/{id}/credits': {
         post: {
           operationId: 'adjustCredits',
+          tags: ['Admin'],
           summary: 'Add or (negative) remove credits',
           security: admin,
           parameters: [idParam],
@@ -235,6 +246,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
       '/admin/keys/{id}/revoke': {
         post: {
           operationId: 'revokeKey',
+          tags: ['Admin'],
           summary: 'Revoke a key (refused on its next request)',
           security: admin,
           parameters: [idParam],
@@ -244,6 +256,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
       '/admin/keys/{id}/usage': {
         get: {
           operationId: 'keyUsage',
+          tags: ['Admin'],
           summary: 'Usage totals and recent records of a key',
           security: admin,
           parameters: [
@@ -267,6 +280,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
       '/readyz': {
         get: {
           operationId: 'ready',
+          tags: ['Operations'],
           summary: 'Readiness: the store is reachable and the gateway is not draining',
           responses: { '200': ok('HealthEnvelope'), ...errorResponses(['unavailable']) },
         },
