@@ -275,7 +275,12 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
         },
       },
       '/healthz': {
-        get: { operationId: 'health', summary: 'Liveness', responses: { '200': ok('HealthEnvelope') } },
+        get: {
+          operationId: 'health',
+          tags: ['Operations'],
+          summary: 'Liveness',
+          responses: { '200': ok('HealthEnvelope') },
+        },
       },
       '/readyz': {
         get: {
