@@ -1,20 +1,14 @@
-import { LIMITS, MODELS } from '@decision-gateway/contract';
+import { MODELS } from '@decision-gateway/contract';
 import type { FastifyInstance } from 'fastify';
 import { keyCheckFailure, verifyApiKey } from '../auth/api-keys.ts';
 import type { Evaluator } from '../core/evaluate.ts';
 import type { Store } from '../store/store.ts';
 import { sendFailure, sendSuccess } from './envelope.ts';
+import { readRawBodies } from './read-body.ts';
 
 /** REST door: `POST /v1/systemone` and `GET /v1/models`. */
 export async function evaluationRoutes(app: FastifyInstance, opts: { evaluate: Evaluator; store: Store }) {
-  // Every media type reaches the handler as raw bytes: 415 and 40000 must wait for auth and the
-  // rate limit (SPEC §4 precedence), while the size limit holds as the body streams in.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser(
-    '*',
-    { parseAs: 'buffer', bodyLimit: LIMITS.maxBodyBytes },
-    (_request, body, done) => done(null, body),
-  );
+  readRawBodies(app, 'buffer');
 
   app.post('/v1/systemone', async (request, reply) => {
     const outcome = await opts.evaluate({

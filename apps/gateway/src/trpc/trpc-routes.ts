@@ -1,10 +1,11 @@
-import { failure, LIMITS } from '@decision-gateway/contract';
+import { failure } from '@decision-gateway/contract';
 import { TRPCError } from '@trpc/server';
 import { resolveResponse } from '@trpc/server/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { keyCheckFailure, verifyApiKey } from '../auth/api-keys.ts';
 import type { Evaluator } from '../core/evaluate.ts';
 import { retryAfterSeconds } from '../http/envelope.ts';
+import { readRawBodies } from '../http/read-body.ts';
 import type { Store } from '../store/store.ts';
 import { failureOfTrpcError, trpcErrorBody } from './errors.ts';
 import { appRouter, createCaller, type TrpcContext } from './router.ts';
@@ -14,12 +15,7 @@ import { appRouter, createCaller, type TrpcContext } from './router.ts';
  * already read (as text, under the same 32 KiB limit), so errors keep tRPC's shape.
  */
 export async function trpcRoutes(app: FastifyInstance, opts: { evaluate: Evaluator; store: Store }) {
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser(
-    '*',
-    { parseAs: 'string', bodyLimit: LIMITS.maxBodyBytes },
-    (_request, body, done) => done(null, body),
-  );
+  readRawBodies(app, 'string');
 
   app.route<{ Params: { path: string } }>({
     method: ['GET', 'POST'],

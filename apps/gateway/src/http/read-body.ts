@@ -1,0 +1,14 @@
+import { LIMITS } from '@decision-gateway/contract';
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * In this plugin scope, every body (whatever its media type, or none) reaches the handler unparsed,
+ * as bytes or text, read only up to the 32768-byte limit (413 past it, also when chunked). The
+ * evaluation core then checks the media type and the JSON in SPEC §4's order, after auth.
+ */
+export function readRawBodies(app: FastifyInstance, parseAs: 'buffer' | 'string') {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs, bodyLimit: LIMITS.maxBodyBytes }, (_request, body, done) =>
+    done(null, body),
+  );
+}
