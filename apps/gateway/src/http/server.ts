@@ -67,7 +67,6 @@ export function buildGateway(options: GatewayOptions): Gateway {
     genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
     keepAliveTimeout: 72_000,
     return503OnClosing: false,
-    routerOptions: { ignoreTrailingSlash: false },
   });
   const routes = createRouteTable(app);
 
