@@ -1,10 +1,55 @@
 // The floor for any Node gateway doing this job: read the body, JSON.parse it, forward it to the
 // upstream over a keep-alive pool, write the answer back. No auth, no validation, no credits.
+//
+// With RELAY_DATABASE set it also does the storage work SPEC §5 and §7 require of every request,
+// through the gateway's own Store: look the key up by hash, reserve credits, and after the answer
+// settle them with a usage record. That floor shows what durable per-request accounting costs,
+// apart from everything else the gateway does.
 import { createServer } from 'node:http';
+import { openSqliteStore, verifyApiKey } from '@decision-gateway/gateway';
 import { Pool } from 'undici';
 
 const upstream = process.env.UPSTREAM_URL as string;
 const pool = new Pool(upstream, { keepAliveTimeout: 120_000 });
+const store = process.env.RELAY_DATABASE ? openSqliteStore(process.env.RELAY_DATABASE) : undefined;
+/** What the relay reserves per request, in micro-credits (the gateway computes a bound). */
+const RESERVATION_MICRO = 10_000;
+let requests = 0;
+
+async function forward(body: unknown) {
+  const answer = await pool.request({
+    path: '/v1/systemone',
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: answer.statusCode, text: await answer.body.text() };
+}
+
+/** forward() between a key check, a reservation and a settlement, as SPEC §7 orders them. */
+async function forwardWithAccounting(body: unknown, authorization: string | undefined) {
+  if (!store) return forward(body);
+  const auth = await verifyApiKey(store, authorization, Date.now());
+  if (!auth.ok) return { status: 401, text: auth.code };
+  const requestId = `relay_${++requests}`;
+  const reservation = await store.reserve(auth.key.id, requestId, RESERVATION_MICRO, Date.now(), 0);
+  if (!reservation.ok) return { status: 402, text: reservation.code };
+  const answer = await forward(body);
+  const usage = (JSON.parse(answer.text) as { data: { result: { usage: { input_tokens: number } } } }).data
+    .result.usage;
+  await store.settle(reservation.reservationId, {
+    requestId,
+    keyId: auth.key.id,
+    creditsMicro: usage.input_tokens * 1000,
+    inputTokens: usage.input_tokens,
+    outputTokens: 0,
+    questions: 0,
+    status: answer.status,
+    elapsedMs: 0,
+    at: Date.now(),
+  });
+  return answer;
+}
 
 const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
@@ -12,14 +57,8 @@ const server = createServer((req, res) => {
   req.on('end', async () => {
     try {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      const answer = await pool.request({
-        path: '/v1/systemone',
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      const text = await answer.body.text();
-      res.writeHead(answer.statusCode, { 'content-type': 'application/json' }).end(text);
+      const answer = await forwardWithAccounting(body, req.headers.authorization);
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.text);
     } catch (error) {
       res.writeHead(500).end(String(error));
     }

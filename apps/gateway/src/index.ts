@@ -1,3 +1,4 @@
+export { verifyApiKey } from './auth/api-keys.ts';
 export { type Config, loadConfig } from './config.ts';
 export { type Pricing, pricingFromCredits } from './core/credits.ts';
 export { buildGateway, type Gateway, type GatewayOptions } from './http/server.ts';
