@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { failure, summarizeIssues } from './errors.ts';
 import type { Parsed } from './parse-request.ts';
-import { humanError, toIssues } from './zod-issues.ts';
+import { parseWorded, toIssues } from './zod-issues.ts';
 
 /** Credits are kept as integer micro-credits, so amounts carry at most 6 decimals. */
 const credits = z
@@ -86,7 +86,7 @@ export function parseAdminInput<Schema extends z.ZodType>(
   schema: Schema,
   input: unknown,
 ): Parsed<z.output<Schema>> {
-  const result = schema.safeParse(input, { error: humanError });
+  const result = parseWorded(schema, input);
   if (result.success) return { ok: true, value: result.data };
   const issues = toIssues(result.error.issues);
   return { ok: false, error: failure('invalid_request', summarizeIssues(issues), { issues }) };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { humanError } from './zod-issues.ts';
+import { parseWorded } from './zod-issues.ts';
 
 /**
  * A record keyed by caller-chosen strings (question IDs, option labels).
@@ -31,14 +31,14 @@ export function ownKeyRecord<Key extends z.ZodType<string>, Value extends z.ZodT
       if (keys.length < size.min) ctx.addIssue({ code: 'custom', message: size.tooFew });
       if (keys.length > size.max) ctx.addIssue({ code: 'custom', message: size.tooMany });
       for (const k of keys) {
-        const keyResult = key.safeParse(k, { error: humanError });
+        const keyResult = parseWorded(key, k);
         if (!keyResult.success) {
           for (const issue of keyResult.error.issues) {
             ctx.addIssue({ code: 'custom', path: [k], message: issue.message });
           }
           continue;
         }
-        const valueResult = value.safeParse((input as Record<string, unknown>)[k], { error: humanError });
+        const valueResult = parseWorded(value, (input as Record<string, unknown>)[k]);
         if (!valueResult.success) {
           for (const issue of valueResult.error.issues) {
             // Re-homed under this key; the original code is kept for unknown-field expansion.

@@ -3,7 +3,7 @@ import { failure, type GatewayFailure, summarizeIssues } from './errors.ts';
 import { LIMITS, MODEL_ID } from './limits.ts';
 import { isPlainObject } from './own-key-record.ts';
 import { EvaluationRequest } from './request.ts';
-import { humanError, toIssues } from './zod-issues.ts';
+import { parseWorded, toIssues } from './zod-issues.ts';
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
 
@@ -87,7 +87,7 @@ export function parseEvaluationRequest(body: unknown): Parsed<EvaluationRequest>
   if (nestingDepth(body, LIMITS.maxDepth) > LIMITS.maxDepth) {
     return invalid([{ path: [], message: `the body nests deeper than ${LIMITS.maxDepth} levels` }]);
   }
-  const result = EvaluationRequest.safeParse(body, { error: humanError });
+  const result = parseWorded(EvaluationRequest, body);
   if (!result.success) return invalid(toIssues(result.error.issues));
   return { ok: true, value: body as EvaluationRequest };
 }

@@ -68,3 +68,12 @@ export function toIssues(issues: readonly z.core.$ZodIssue[]): Issue[] {
   }
   return out;
 }
+
+/**
+ * `schema.safeParse(input)` with the issues worded by `humanError`. A parse given an error map runs
+ * several times slower even when it succeeds, so the map is only passed to word a failure.
+ */
+export function parseWorded<T extends z.ZodType>(schema: T, input: unknown) {
+  const result = schema.safeParse(input);
+  return result.success ? result : schema.safeParse(input, { error: humanError });
+}
