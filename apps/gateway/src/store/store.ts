@@ -80,7 +80,8 @@ export interface Store {
   ): Promise<ReserveResult>;
   /**
    * Debit the actual cost, capped at what the key can still cover, release the reservation and
-   * write the usage entry, in one step. Returns the micro-credits debited.
+   * write the usage entry, in one step. Returns the micro-credits debited. `entry.requestId` names
+   * the request the reservation was made for.
    */
   settle(reservationId: string | null, entry: UsageEntry): Promise<number>;
   /** Release the reservation (if any) and write the usage entry of a failed request (0 credits). */

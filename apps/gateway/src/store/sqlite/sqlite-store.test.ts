@@ -50,6 +50,43 @@ describe('SQLite store', () => {
     db.close();
   });
 
+  it('a late release of a reservation swept as stale leaves the newer one that took its row id', async () => {
+    const store = openSqliteStore(join(dir, 'g.db'));
+    await store.createKey({
+      id: 'key_1',
+      name: 'n',
+      prefix: 'dg_abc',
+      hash: 'h'.repeat(64),
+      creditsMicro: 1_000,
+      rateLimitPerMinute: null,
+      createdAt: 1,
+      expiresAt: null,
+    });
+    const now = Date.now();
+    const stalled = await store.reserve('key_1', 'req_stalled', 960, now - 3_600_000, 0);
+    // The next reservation sweeps the hour-old one and, the table being empty, reuses its row id.
+    const live = await store.reserve('key_1', 'req_live', 50, now, now - 60_000);
+    if (!stalled.ok || !live.ok) throw new Error('reserve failed');
+    expect(live.reservationId).toBe(stalled.reservationId);
+    await store.release(stalled.reservationId, {
+      requestId: 'req_stalled',
+      keyId: 'key_1',
+      creditsMicro: 0,
+      inputTokens: 0,
+      outputTokens: 0,
+      questions: 0,
+      status: 504,
+      elapsedMs: 0,
+      at: now,
+    });
+    // req_live still holds its 50.
+    expect(await store.reserve('key_1', 'req_next', 951, now, now - 60_000)).toMatchObject({
+      ok: false,
+      availableMicro: 950,
+    });
+    await store.close();
+  });
+
   it('refuses a negative balance at the database level', async () => {
     const path = join(dir, 'g.db');
     const store = openSqliteStore(path);

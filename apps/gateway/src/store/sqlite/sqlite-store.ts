@@ -140,7 +140,11 @@ export function openSqliteStore(path: string): Store {
     insertReservation: db.prepare<[string, string, number, number]>(
       'INSERT INTO reservations (key_id, request_id, amount_micro, created_at) VALUES (?, ?, ?, ?)',
     ),
-    deleteReservation: db.prepare<[number]>('DELETE FROM reservations WHERE id = ?'),
+    // Row ids are reused once deleted: the request id makes sure it is still this request's
+    // reservation, not a newer one that took the id after a sweep released this one as stale.
+    deleteReservation: db.prepare<[number, string]>(
+      'DELETE FROM reservations WHERE id = ? AND request_id = ?',
+    ),
     dropStale: db.prepare<[number]>('DELETE FROM reservations WHERE created_at < ?'),
     debitAndTouch: db.prepare<[number, number, string]>(
       'UPDATE api_keys SET credits_micro = credits_micro - ?, last_used_at = ? WHERE id = ?',
@@ -204,7 +208,7 @@ export function openSqliteStore(path: string): Store {
   };
 
   const settle = (reservationId: string | null, entry: UsageEntry): number => {
-    if (reservationId !== null) sql.deleteReservation.run(Number(reservationId));
+    if (reservationId !== null) sql.deleteReservation.run(Number(reservationId), entry.requestId);
     // Every other reservation still counts here (stale ones are swept within a minute): the cap
     // only bites when a cost exceeds its reservation, and then it errs in the caller's favour.
     const row = sql.balance.get({ keyId: entry.keyId, since: 0 });
@@ -221,7 +225,7 @@ export function openSqliteStore(path: string): Store {
   };
 
   const release = (reservationId: string | null, entry: UsageEntry) => {
-    if (reservationId !== null) sql.deleteReservation.run(Number(reservationId));
+    if (reservationId !== null) sql.deleteReservation.run(Number(reservationId), entry.requestId);
     sql.insertUsage.run({ ...entry, creditsMicro: 0 });
     sql.touch.run(entry.at, entry.keyId);
   };
