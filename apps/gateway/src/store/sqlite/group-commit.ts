@@ -1,5 +1,7 @@
 import type Database from 'better-sqlite3';
 
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
 interface Pending {
   run: () => unknown;
   resolve: (value: unknown) => void;
@@ -18,22 +20,26 @@ export function createGroupCommit(db: Database.Database) {
   let queue: Pending[] = [];
   let scheduled = false;
 
+  // Made once: better-sqlite3 builds four wrapper functions each time db.transaction() is called.
+  /** Run inside the batch's transaction, one op runs as a savepoint. */
+  const inSavepoint = db.transaction((run: () => unknown) => run());
+  const runBatch = db.transaction((batch: Pending[]) =>
+    batch.map((op): Outcome => {
+      try {
+        return { ok: true, value: inSavepoint(op.run) };
+      } catch (error) {
+        return { ok: false, error };
+      }
+    }),
+  );
+
   function flush() {
     scheduled = false;
     const batch = queue;
     queue = [];
-    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    let outcomes: Outcome[];
     try {
-      db.transaction(() => {
-        for (const op of batch) {
-          try {
-            // A transaction function called inside a transaction runs as a savepoint.
-            outcomes.push({ ok: true, value: db.transaction(op.run)() });
-          } catch (error) {
-            outcomes.push({ ok: false, error });
-          }
-        }
-      }).immediate();
+      outcomes = runBatch.immediate(batch);
     } catch (error) {
       // The commit itself failed (e.g. the database stayed locked past busy_timeout): nothing
       // of this batch happened.
@@ -41,7 +47,7 @@ export function createGroupCommit(db: Database.Database) {
       return;
     }
     batch.forEach((op, i) => {
-      const outcome = outcomes[i] as (typeof outcomes)[number];
+      const outcome = outcomes[i] as Outcome;
       if (outcome.ok) op.resolve(outcome.value);
       else op.reject(outcome.error);
     });
