@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
-import type { KeyRecord, Store } from '../store/store.ts';
+import type { KeyAuth, Store } from '../store/store.ts';
 
 const KEY_PREFIX = 'dg_';
 /** Characters of the key shown in listings and logs, enough to tell keys apart, never to use one. */
@@ -26,12 +26,13 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 export type KeyCheck =
-  | { ok: true; key: KeyRecord }
+  | { ok: true; key: KeyAuth }
   | { ok: false; code: 'missing_api_key' }
   | { ok: false; code: 'invalid_api_key'; reason: 'unknown' | 'revoked' | 'expired' };
 
-/** Authenticate an `Authorization` header against the store (SPEC §5): every request, no cache,
- * so a revoked or expired key is refused on the next request on every instance. */
+/** Authenticate an `Authorization` header against the store (SPEC §5) on every request: the
+ * store answers as the key stands now, so a revoked or expired key is refused on the next request
+ * on every instance. */
 export async function verifyApiKey(store: Store, header: string | undefined, now: number): Promise<KeyCheck> {
   const token = bearerToken(header);
   if (token === undefined) return { ok: false, code: 'missing_api_key' };

@@ -13,7 +13,7 @@ import { checkAnswers, checkUsage, type Upstream } from '@decision-gateway/quest
 import type { Logger } from 'pino';
 import { keyCheckFailure, verifyApiKey } from '../auth/api-keys.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
-import type { KeyRecord, Store, UsageEntry } from '../store/store.ts';
+import type { KeyAuth, Store, UsageEntry } from '../store/store.ts';
 import { costMicro, fromMicro, type Pricing } from './credits.ts';
 
 export interface EvaluationDeps {
@@ -76,7 +76,7 @@ export function createEvaluator(deps: EvaluationDeps) {
 
   async function fail(
     call: EvaluationCall,
-    key: KeyRecord | undefined,
+    key: KeyAuth | undefined,
     error: GatewayFailure,
     log: EvaluationLog,
     reservationId: string | null = null,
@@ -92,7 +92,7 @@ export function createEvaluator(deps: EvaluationDeps) {
 
   function usageEntry(
     call: EvaluationCall,
-    key: KeyRecord,
+    key: KeyAuth,
     usage: Usage,
     creditsMicro: number,
     status: number,
@@ -171,7 +171,7 @@ export function createEvaluator(deps: EvaluationDeps) {
 
   async function answer(
     call: EvaluationCall,
-    key: KeyRecord,
+    key: KeyAuth,
     request: EvaluationRequest,
     bodyBytes: number,
     reservationId: string | null,

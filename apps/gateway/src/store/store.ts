@@ -17,6 +17,9 @@ export interface KeyRecord {
   lastUsedAt: number | null;
 }
 
+/** What authenticating a request reads of a key (SPEC §5): no balance, which changes every request. */
+export type KeyAuth = Pick<KeyRecord, 'id' | 'prefix' | 'rateLimitPerMinute' | 'expiresAt' | 'revokedAt'>;
+
 export interface NewKey {
   id: string;
   name: string;
@@ -58,7 +61,8 @@ export type AdjustResult =
 
 export interface Store {
   createKey(key: NewKey): Promise<KeyRecord>;
-  findKeyByHash(hash: string): Promise<KeyRecord | undefined>;
+  /** The key with this hash, as it stands now: a revocation anywhere is seen at once. */
+  findKeyByHash(hash: string): Promise<KeyAuth | undefined>;
   getKey(id: string): Promise<KeyRecord | undefined>;
   listKeys(): Promise<KeyRecord[]>;
   countKeys(): Promise<number>;

@@ -39,7 +39,8 @@ describe('SQLite store', () => {
     });
     await store.close();
     const again = openSqliteStore(path);
-    expect(await again.findKeyByHash('h'.repeat(64))).toMatchObject({ id: 'key_1', creditsMicro: 5 });
+    expect(await again.findKeyByHash('h'.repeat(64))).toMatchObject({ id: 'key_1', prefix: 'dg_abc' });
+    expect(await again.getKey('key_1')).toMatchObject({ creditsMicro: 5 });
     expect(await again.ledgerBalance('key_1')).toBe(5);
     await again.close();
     const db = new Database(path);

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type {
   AdjustResult,
+  KeyAuth,
   KeyRecord,
   NewKey,
   ReserveResult,
@@ -37,6 +38,9 @@ interface UsageRow {
   elapsed_ms: number;
   at: number;
 }
+
+/** Keys kept for authentication; past this many the cache starts again from empty. */
+const KEY_CACHE_LIMIT = 10_000;
 
 const KEY_COLUMNS =
   'id, name, prefix, credits_micro, rate_limit_per_minute, created_at, expires_at, revoked_at, last_used_at';
@@ -115,7 +119,13 @@ export function openSqliteStore(path: string): Store {
       `INSERT INTO api_keys (id, name, prefix, hash, credits_micro, rate_limit_per_minute, created_at, expires_at)
        VALUES (@id, @name, @prefix, @hash, @creditsMicro, @rateLimitPerMinute, @createdAt, @expiresAt)`,
     ),
-    keyByHash: db.prepare<[string], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE hash = ?`),
+    keyAuthByHash: db.prepare<[string], KeyAuth>(
+      `SELECT id, prefix, rate_limit_per_minute AS rateLimitPerMinute, expires_at AS expiresAt,
+              revoked_at AS revokedAt
+       FROM api_keys WHERE hash = ?`,
+    ),
+    /** Changes whenever another connection (a process, an instance, the CLI) commits a write. */
+    dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
     keyById: db.prepare<[string], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`),
     listKeys: db.prepare<[], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at, id`),
     countKeys: db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM api_keys'),
@@ -183,6 +193,31 @@ export function openSqliteStore(path: string): Store {
   });
 
   const write = createGroupCommit(db);
+
+  /**
+   * Keys read for authentication, by hash, valid while no other connection has written to the
+   * database: PRAGMA data_version (a cheap check on every lookup) says when one has, and this
+   * connection's own key changes clear it directly. A revocation or a new expiry anywhere is seen
+   * on the next request, as SPEC §5 requires; only the statement that reads the key is saved.
+   */
+  const keyCache = new Map<string, KeyAuth>();
+  let cachedVersion = sql.dataVersion.get();
+  const findKeyAuth = (hash: string): KeyAuth | undefined => {
+    const version = sql.dataVersion.get();
+    if (version !== cachedVersion) {
+      keyCache.clear();
+      cachedVersion = version;
+    }
+    const cached = keyCache.get(hash);
+    if (cached !== undefined) return cached;
+    const key = sql.keyAuthByHash.get(hash);
+    // Unknown hashes are not cached: guessed keys must not grow memory.
+    if (key !== undefined) {
+      if (keyCache.size >= KEY_CACHE_LIMIT) keyCache.clear();
+      keyCache.set(hash, key);
+    }
+    return key;
+  };
   /** Stale reservations only stop counting (`since`); rows are swept at most once a minute. */
   let lastSweep = 0;
 
@@ -236,8 +271,7 @@ export function openSqliteStore(path: string): Store {
       return toKey(sql.keyById.get(key.id) as KeyRow);
     },
     async findKeyByHash(hash) {
-      const row = sql.keyByHash.get(hash);
-      return row && toKey(row);
+      return findKeyAuth(hash);
     },
     async getKey(id) {
       const row = sql.keyById.get(id);
@@ -254,6 +288,7 @@ export function openSqliteStore(path: string): Store {
     },
     async revokeKey(id, at) {
       sql.revoke.run(at, id);
+      keyCache.clear();
       const row = sql.keyById.get(id);
       return row && toKey(row);
     },
