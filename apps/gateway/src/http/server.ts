@@ -81,29 +81,31 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   const metrics = options.metrics ?? createMetrics();
 
-  app.addHook('onRequest', async (request, reply) => {
+  // The hooks take `done` rather than being async: they never wait, and every request runs them.
+  app.addHook('onRequest', (request, reply, done) => {
     request.startedAt = performance.now();
     metrics.inFlight.inc();
     reply.header('x-request-id', request.id);
     if (state.draining && request.url !== '/healthz') {
-      return sendFailure(
-        reply,
-        failure('unavailable', 'the gateway is shutting down', { retryAfterMs: 1000 }),
-      );
+      // Answered here: the route never runs (Fastify's way to reply from a hook is not to call done).
+      sendFailure(reply, failure('unavailable', 'the gateway is shutting down', { retryAfterMs: 1000 }));
+      return;
     }
+    done();
   });
 
   // While draining, every response (in-flight ones too) closes its connection, so keep-alive
   // clients let go and the server can finish closing instead of waiting out idle sockets.
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (state.draining) reply.header('connection', 'close');
     // What the gateway itself added to this request: everything but the upstream call.
     const overhead = performance.now() - request.startedAt - (request.evaluationLog?.upstreamMs ?? 0);
     reply.header('x-gateway-overhead-ms', overhead.toFixed(3));
+    done(null, payload);
   });
 
   // One line per request, with what the evaluation said about itself; never a key or token.
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const log = request.evaluationLog;
     observe(
       metrics,
@@ -133,6 +135,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
       },
       'request',
     );
+    done();
   });
 
   app.setNotFoundHandler(async (request, reply) => {
