@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 const here = dirname(new URL(import.meta.url).pathname);
+/** USER_HZ: the unit of /proc CPU times, 100 on Linux for every architecture Node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
 export const repoRoot = resolve(here, '../..');
 const benchDir = join(repoRoot, 'bench');
 
@@ -12,6 +14,8 @@ export interface Running {
   child: ChildProcess;
   /** Resident set size of the process now, in bytes (Linux /proc). */
   rss(): number;
+  /** CPU time (user + system) the process has used so far, in seconds (Linux /proc). */
+  cpuSeconds(): number;
   stop(): Promise<void>;
 }
 
@@ -23,10 +27,11 @@ export async function startProcess(
   name: string,
   entry: string,
   env: Record<string, string> = {},
+  nodeArgs: string[] = [],
 ): Promise<Running> {
   // One node process with tsx as a loader (not the tsx CLI, which runs the program in a child
-  // process): the pid is the server itself, so its RSS is what is measured.
-  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, entry)], {
+  // process): the pid is the server itself, so its RSS and CPU time are what is measured.
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(repoRoot, entry)], {
     cwd: benchDir,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -66,6 +71,11 @@ export async function startProcess(
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
       return kb * 1024;
+    },
+    cpuSeconds() {
+      // Fields 14 and 15 of /proc/<pid>/stat (utime, stime), counted after the command name.
+      const fields = (readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
     },
     async stop() {
       if (child.exitCode !== null) return;

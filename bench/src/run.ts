@@ -1,11 +1,11 @@
 // pnpm bench: one run, side by side, on this machine. See the README's Performance section.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGatewayClient } from '@decision-gateway/client';
-import { createKeyService, openSqliteStore } from '@decision-gateway/gateway';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
+import { createBenchKey, updateReadmeSection } from './bench-support.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 import { BENCH_REQUEST } from './request.ts';
 
@@ -14,9 +14,12 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
 const CONCURRENCY = [1, 16, 64];
 const LEAK_REQUESTS = Number(process.env.BENCH_LEAK_REQUESTS ?? 100_000);
 const SEQUENTIAL_REQUESTS = Number(process.env.BENCH_SEQUENTIAL_REQUESTS ?? 3000);
+const LEAK_WARMUP_REQUESTS = Math.ceil(LEAK_REQUESTS / 5);
 
 interface Target {
   name: string;
+  /** The process serving it, whose CPU time is counted. */
+  server: Running;
   url: string;
   headers: Record<string, string>;
   body: string;
@@ -28,6 +31,8 @@ interface Measurement {
   rps: number;
   p50: number;
   p99: number;
+  /** CPU time the serving process spent per request (user + system), in microseconds. */
+  cpuUsPerRequest: number;
   errors: number;
 }
 
@@ -46,13 +51,16 @@ function fire(target: Target, connections: number, limit: { duration: number } |
 const failures = (result: autocannon.Result) => result.errors + result.timeouts + result.non2xx;
 
 async function load(target: Target, connections: number, seconds: number): Promise<Measurement> {
+  const cpuBefore = target.server.cpuSeconds();
   const result = await fire(target, connections, { duration: seconds });
+  const cpuSeconds = target.server.cpuSeconds() - cpuBefore;
   return {
     target: target.name,
     concurrency: connections,
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
+    cpuUsPerRequest: (cpuSeconds * 1e6) / Math.max(1, result.requests.total),
     errors: failures(result),
   };
 }
@@ -147,16 +155,17 @@ async function main() {
       throw new Error('the tRPC check call failed');
 
     const targets: Target[] = [
-      { name: 'baseline relay', url: `${relay.url}/v1/systemone`, headers: {}, body },
+      { name: 'baseline relay', server: relay, url: `${relay.url}/v1/systemone`, headers: {}, body },
       {
         name: 'relay + store',
+        server: storeRelay,
         url: `${storeRelay.url}/v1/systemone`,
         headers: { authorization: `Bearer ${relayKey}` },
         body,
       },
-      { name: 'gateway REST', url: `${gateway.url}/v1/systemone`, headers: auth, body },
-      { name: 'gateway tRPC', url: trpcCall.url, headers: auth, body: trpcCall.body },
-      { name: 'gateway lexical', url: `${lexical.url}/v1/systemone`, headers: auth, body },
+      { name: 'gateway REST', server: gateway, url: `${gateway.url}/v1/systemone`, headers: auth, body },
+      { name: 'gateway tRPC', server: gateway, url: trpcCall.url, headers: auth, body: trpcCall.body },
+      { name: 'gateway lexical', server: lexical, url: `${lexical.url}/v1/systemone`, headers: auth, body },
     ];
 
     const measurements: Measurement[] = [];
@@ -172,8 +181,11 @@ async function main() {
       }
     }
 
-    // Memory: RSS of the REST gateway before and after LEAK_REQUESTS more requests.
+    // Memory: RSS of the REST gateway before and after LEAK_REQUESTS more requests. The gateway
+    // sat idle while the lexical one was measured, and V8 shrinks an idle heap; a burst of load
+    // first brings it back to its working size, so what follows measures growth, not regrowth.
     const rest = targets.find((t) => t.name === 'gateway REST') as Target;
+    await loadCount(rest, 64, LEAK_WARMUP_REQUESTS);
     const rssBefore = gateway.rss();
     const leakErrors = await loadCount(rest, 64, LEAK_REQUESTS);
     const rssAfter = gateway.rss();
@@ -182,12 +194,13 @@ async function main() {
       rssBefore,
       rssAfter,
       requests: LEAK_REQUESTS,
+      warmupRequests: LEAK_WARMUP_REQUESTS,
       errors: leakErrors,
     });
     writeFileSync(join(repoRoot, 'bench/results/latest.json'), `${JSON.stringify(report, null, 2)}\n`);
     const table = renderTable(report);
     process.stdout.write(`\n${table}\n`);
-    updateReadme(table);
+    updateReadmeSection('bench', table);
     if (report.errors > 0) process.exitCode = 1;
   } finally {
     for (const running of processes.reverse()) await running.stop();
@@ -195,21 +208,9 @@ async function main() {
   }
 }
 
-/** A key with ample credits in a new SQLite file at `path`; returns the plain key. */
-async function createBenchKey(path: string): Promise<string> {
-  const store = openSqliteStore(path);
-  try {
-    const created = await createKeyService(store).create({ name: 'bench', credits: 1_000_000_000 });
-    if (!created.ok) throw new Error(created.error.message);
-    return created.value.key;
-  } finally {
-    await store.close();
-  }
-}
-
 function buildReport(
   measurements: Measurement[],
-  memory: { rssBefore: number; rssAfter: number; requests: number; errors: number },
+  memory: { rssBefore: number; rssAfter: number; requests: number; warmupRequests: number; errors: number },
 ) {
   const at = (target: string, c: number) =>
     measurements.find((m) => m.target === target && m.concurrency === c) as Measurement;
@@ -279,16 +280,16 @@ function renderTable(report: Report): string {
     `Measured ${report.date.slice(0, 10)} on ${report.machine.cores} cores (${report.machine.cpu}), Node ${report.machine.node}; ` +
       `${report.durationSeconds} s per cell after ${report.warmupSeconds} s warm-up, autocannon, all processes on this machine. ` +
       `At c=1, p50/p99 come from ${SEQUENTIAL_REQUESTS} sequential requests timed in microseconds (autocannon rounds to whole ms); ` +
-      'elsewhere from autocannon.',
+      'elsewhere from autocannon. CPU µs/req is the CPU time of the serving process alone per request.',
     '',
-    '| target | c | req/s | p50 ms | p99 ms | × baseline req/s | added p50 ms | added p99 ms |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| target | c | req/s | p50 ms | p99 ms | × baseline req/s | added p50 ms | added p99 ms | CPU µs/req |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...report.rows.map(
       (r) =>
-        `| ${r.target} | ${r.concurrency} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.throughputRatio.toFixed(2)} | ${r.addedP50Ms.toFixed(2)} | ${r.addedP99Ms.toFixed(2)} |`,
+        `| ${r.target} | ${r.concurrency} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.throughputRatio.toFixed(2)} | ${r.addedP50Ms.toFixed(2)} | ${r.addedP99Ms.toFixed(2)} | ${r.cpuUsPerRequest.toFixed(0)} |`,
     ),
     '',
-    `RSS of the REST gateway: ${(report.memory.rssBefore / 2 ** 20).toFixed(1)} MB before and ${(report.memory.rssAfter / 2 ** 20).toFixed(1)} MB after ${report.memory.requests.toLocaleString('en')} more requests (${report.memory.rssGrowthMb >= 0 ? '+' : ''}${report.memory.rssGrowthMb.toFixed(1)} MB).`,
+    `RSS of the REST gateway: ${(report.memory.rssBefore / 2 ** 20).toFixed(1)} MB before (after a warm-up of ${report.memory.warmupRequests.toLocaleString('en')} requests) and ${(report.memory.rssAfter / 2 ** 20).toFixed(1)} MB after ${report.memory.requests.toLocaleString('en')} more (c=64) (${report.memory.rssGrowthMb >= 0 ? '+' : ''}${report.memory.rssGrowthMb.toFixed(1)} MB).`,
     '',
     '| bar | measured | target | met |',
     '| --- | ---: | --- | --- |',
@@ -304,17 +305,5 @@ function renderTable(report: Report): string {
 }
 
 const yes = (met: boolean) => (met ? 'yes' : '**no**');
-
-/** Replace the README's Performance table (between its markers) with this run's. */
-function updateReadme(table: string) {
-  const path = join(repoRoot, 'README.md');
-  const readme = readFileSync(path, 'utf8');
-  const start = '<!-- bench:start -->';
-  const end = '<!-- bench:end -->';
-  const from = readme.indexOf(start);
-  const to = readme.indexOf(end);
-  if (from === -1 || to === -1) return;
-  writeFileSync(path, `${readme.slice(0, from + start.length)}\n${table}\n${readme.slice(to)}`);
-}
 
 await main();
