@@ -32,12 +32,19 @@ const t = initTRPC.context<TrpcContext>().create({
  */
 const evaluateInput = (input: unknown) => input as EvaluationRequest;
 
+/**
+ * What `evaluate` does, in one place: the router's procedure runs it, and so does the HTTP fast
+ * path for `POST /trpc/evaluate` (which skips tRPC's procedure runner: no middleware, an identity
+ * input parser, and errors it formats itself, so the runner would only add cost).
+ */
+export async function runEvaluate(ctx: TrpcContext, input: unknown): Promise<EvaluationData> {
+  const outcome = await ctx.evaluate(input);
+  if (!outcome.ok) throw toTrpcError(outcome.failure);
+  return outcome.data;
+}
+
 export const appRouter = t.router({
-  evaluate: t.procedure.input(evaluateInput).mutation(async ({ ctx, input }): Promise<EvaluationData> => {
-    const outcome = await ctx.evaluate(input);
-    if (!outcome.ok) throw toTrpcError(outcome.failure);
-    return outcome.data;
-  }),
+  evaluate: t.procedure.input(evaluateInput).mutation(({ ctx, input }) => runEvaluate(ctx, input)),
   models: t.procedure.query(async ({ ctx }): Promise<ModelList> => {
     const refused = await ctx.authenticate();
     if (refused) throw toTrpcError(refused);
@@ -47,6 +54,3 @@ export const appRouter = t.router({
 
 /** Import with `import type` only: clients get the types, never the server code. */
 export type AppRouter = typeof appRouter;
-
-/** Server-side calls of the router (tRPC's caller API), for the HTTP fast path. */
-export const createCaller = t.createCallerFactory(appRouter);

@@ -8,7 +8,7 @@ import { retryAfterSeconds } from '../http/envelope.ts';
 import { readRawBodies } from '../http/read-body.ts';
 import type { Store } from '../store/store.ts';
 import { failureOfTrpcError, trpcErrorBody } from './errors.ts';
-import { appRouter, createCaller, type TrpcContext } from './router.ts';
+import { appRouter, runEvaluate, type TrpcContext } from './router.ts';
 
 /**
  * tRPC door at `/trpc/<procedure>`, served by tRPC's fetch-style resolver on the body Fastify has
@@ -92,11 +92,11 @@ export async function trpcRoutes(app: FastifyInstance, opts: { evaluate: Evaluat
 }
 
 /**
- * `POST /trpc/evaluate`, the hot path, through tRPC's server-side caller instead of its fetch-style
- * resolver: the procedure, its context and its errors are the router's own, but no Web
- * Request/Response objects are built per call. The wire format is tRPC's HTTP RPC format
- * (`{result: {data}}` or `{error: {message, code, data}}`, status from the error), which
- * `httpLink` reads; every other call (GET, batches, unknown procedures) takes the full resolver.
+ * `POST /trpc/evaluate`, the hot path, without tRPC's fetch-style resolver: the procedure's own
+ * function and context, but no Web Request/Response objects and no procedure runner per call. The
+ * wire format is tRPC's HTTP RPC format (`{result: {data}}` or `{error: {message, code, data}}`,
+ * status from the error), which `httpLink` reads; every other call (GET, batches, unknown
+ * procedures) takes the full resolver.
  */
 async function evaluateFast(
   request: FastifyRequest,
@@ -114,7 +114,7 @@ async function evaluateFast(
     return reply.code(parseFailure.status).send(trpcErrorBody(parseFailure, request.id, 'evaluate'));
   }
   try {
-    const data = await createCaller(await createContext()).evaluate(input as never);
+    const data = await runEvaluate(await createContext(), input);
     return reply.code(200).send(JSON.stringify({ result: { data } }));
   } catch (error) {
     const gatewayFailure =
