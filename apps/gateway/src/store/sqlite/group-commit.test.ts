@@ -39,6 +39,19 @@ describe('group commit', () => {
     expect(db.prepare('SELECT id FROM t ORDER BY id').all()).toEqual([{ id: 1 }, { id: 4 }]);
   });
 
+  it('applies the other writes of a batch with a failing one exactly once', async () => {
+    const { db, write } = setup();
+    db.prepare('INSERT INTO t (id, v) VALUES (1, 0)').run();
+    const bump = () => write(() => db.prepare('UPDATE t SET v = v + 1 WHERE id = 1').run().changes);
+    const results = await Promise.allSettled([
+      bump(),
+      write(() => db.prepare('UPDATE t SET v = -1 WHERE id = 1').run()), // CHECK fails
+      bump(),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(db.prepare('SELECT v FROM t WHERE id = 1').get()).toEqual({ v: 2 });
+  });
+
   it('settles promises only after the commit, and starts a new batch for later writes', async () => {
     const { db, write } = setup();
     const first = write(() => db.prepare('INSERT INTO t (id, v) VALUES (1, 1)').run());

@@ -2,6 +2,9 @@ import type Database from 'better-sqlite3';
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
+/** An op threw during the plain run: the batch is run again with savepoints. */
+class OpFailed extends Error {}
+
 interface Pending {
   run: () => unknown;
   resolve: (value: unknown) => void;
@@ -10,20 +13,33 @@ interface Pending {
 
 /**
  * Group commit: write operations queued during one turn of the event loop run together in one
- * IMMEDIATE transaction, each in its own savepoint (one failing op rolls back alone), and their
- * promises settle only after the commit. A commit costs far more than the statements (an fsync
- * path and WAL bookkeeping), so concurrent requests share one instead of paying one each; a lone
- * request waits a single event-loop turn. Ops still run one after another, so every op sees the
- * effects of the ones before it: the credit invariants hold as with one transaction per op.
+ * IMMEDIATE transaction, and their promises settle only after the commit. A commit costs far more
+ * than the statements (an fsync path and WAL bookkeeping), so concurrent requests share one
+ * instead of paying one each; a lone request waits a single event-loop turn. Ops still run one
+ * after another, so every op sees the effects of the ones before it: the credit invariants hold
+ * as with one transaction per op.
+ *
+ * Ops run plainly first. Should one throw, the whole batch rolls back and runs again with each op
+ * in its own savepoint, so only the failing op fails: savepoints cost two statements per op, paid
+ * only when needed. Ops must therefore be safe to run twice (a rolled-back run leaves no trace).
  */
 export function createGroupCommit(db: Database.Database) {
   let queue: Pending[] = [];
   let scheduled = false;
 
   // Made once: better-sqlite3 builds four wrapper functions each time db.transaction() is called.
+  const runPlain = db.transaction((batch: Pending[]) =>
+    batch.map((op): Outcome => {
+      try {
+        return { ok: true, value: op.run() };
+      } catch (error) {
+        throw new OpFailed('a write of the batch failed', { cause: error });
+      }
+    }),
+  );
   /** Run inside the batch's transaction, one op runs as a savepoint. */
   const inSavepoint = db.transaction((run: () => unknown) => run());
-  const runBatch = db.transaction((batch: Pending[]) =>
+  const runIsolated = db.transaction((batch: Pending[]) =>
     batch.map((op): Outcome => {
       try {
         return { ok: true, value: inSavepoint(op.run) };
@@ -39,7 +55,12 @@ export function createGroupCommit(db: Database.Database) {
     queue = [];
     let outcomes: Outcome[];
     try {
-      outcomes = runBatch.immediate(batch);
+      try {
+        outcomes = runPlain.immediate(batch);
+      } catch (error) {
+        if (!(error instanceof OpFailed)) throw error;
+        outcomes = runIsolated.immediate(batch);
+      }
     } catch (error) {
       // The commit itself failed (e.g. the database stayed locked past busy_timeout): nothing
       // of this batch happened.

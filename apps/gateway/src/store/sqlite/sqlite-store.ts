@@ -218,7 +218,10 @@ export function openSqliteStore(path: string): Store {
     }
     return key;
   };
-  /** Stale reservations only stop counting (`since`); rows are swept at most once a minute. */
+  /**
+   * Stale reservations only stop counting (`since`); rows are swept at most once a minute. (If a
+   * batch is rolled back and replayed, its sweep may be skipped: the next one catches up.)
+   */
   let lastSweep = 0;
 
   const reserve = (
