@@ -173,7 +173,10 @@ async function main() {
       for (const target of targets) {
         await load(target, concurrency, WARMUP);
         const m = await load(target, concurrency, DURATION);
-        if (concurrency === 1) Object.assign(m, await sequentialLatency(target, SEQUENTIAL_REQUESTS));
+        if (concurrency === 1) {
+          const latency = await sequentialLatency(target, SEQUENTIAL_REQUESTS);
+          Object.assign(m, latency, { errors: m.errors + latency.errors });
+        }
         measurements.push(m);
         process.stderr.write(
           `${target.name.padEnd(16)} c=${String(concurrency).padEnd(3)} ${m.rps.toFixed(0).padStart(6)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors}\n`,
