@@ -4,8 +4,8 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 import { createBenchKey, updateReadmeSection } from './bench-support.ts';
+import { measureLoad, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 import { BENCH_REQUEST } from './request.ts';
 
@@ -78,23 +78,12 @@ function chargeSamples(profile: CpuProfile): Map<string, number> {
   return total;
 }
 
-async function loadAtSixtyFour(url: string, headers: Record<string, string>, server: Running) {
-  const fire = (duration: number) =>
-    autocannon({
-      url,
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(BENCH_REQUEST),
-      connections: CONNECTIONS,
-      duration,
-    });
-  await fire(3);
-  const cpuBefore = server.cpuSeconds();
-  const result = await fire(SECONDS);
-  const cpuUsPerRequest = ((server.cpuSeconds() - cpuBefore) * 1e6) / Math.max(1, result.requests.total);
-  const failed = result.errors + result.timeouts + result.non2xx;
-  if (failed > 0) throw new Error(`${failed} requests failed under load`);
-  return { rps: result.requests.average, requests: result.requests.total, cpuUsPerRequest };
+/** Warm up, then load at c=64: what the measured run gives, or a throw if any request failed. */
+async function loadAtSixtyFour(target: Target) {
+  await measureLoad(target, CONNECTIONS, 3);
+  const result = await measureLoad(target, CONNECTIONS, SECONDS);
+  if (result.errors > 0) throw new Error(`${result.errors} requests to ${target.name} failed under load`);
+  return { rps: result.rps, requests: result.requests, cpuUsPerRequest: result.cpuUsPerRequest };
 }
 
 async function main() {
@@ -124,12 +113,21 @@ async function main() {
     );
     processes.push(gateway);
 
-    const base = await loadAtSixtyFour(`${relay.url}/v1/systemone`, {}, relay);
-    const gw = await loadAtSixtyFour(
-      `${gateway.url}/v1/systemone`,
-      { authorization: `Bearer ${apiKey}` },
-      gateway,
-    );
+    const body = JSON.stringify(BENCH_REQUEST);
+    const base = await loadAtSixtyFour({
+      name: 'baseline relay',
+      server: relay,
+      url: `${relay.url}/v1/systemone`,
+      headers: {},
+      body,
+    });
+    const gw = await loadAtSixtyFour({
+      name: 'gateway REST',
+      server: gateway,
+      url: `${gateway.url}/v1/systemone`,
+      headers: { authorization: `Bearer ${apiKey}` },
+      body,
+    });
     await gateway.stop(); // the profile is written as the process exits
 
     // The main thread's profile is the largest (tsx's loader thread writes a small one).

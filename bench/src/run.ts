@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGatewayClient } from '@decision-gateway/client';
-import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { createBenchKey, updateReadmeSection } from './bench-support.ts';
+import { type LoadResult, loadCount, measureLoad, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 import { BENCH_REQUEST } from './request.ts';
 
@@ -16,57 +16,13 @@ const LEAK_REQUESTS = Number(process.env.BENCH_LEAK_REQUESTS ?? 100_000);
 const SEQUENTIAL_REQUESTS = Number(process.env.BENCH_SEQUENTIAL_REQUESTS ?? 3000);
 const LEAK_WARMUP_REQUESTS = Math.ceil(LEAK_REQUESTS / 5);
 
-interface Target {
-  name: string;
-  /** The process serving it, whose CPU time is counted. */
-  server: Running;
-  url: string;
-  headers: Record<string, string>;
-  body: string;
-}
-
-interface Measurement {
+interface Measurement extends LoadResult {
   target: string;
   concurrency: number;
-  rps: number;
-  p50: number;
-  p99: number;
-  /** CPU time the serving process spent per request (user + system), in microseconds. */
-  cpuUsPerRequest: number;
-  errors: number;
 }
 
-/** autocannon against one target, for a duration or a number of requests. */
-function fire(target: Target, connections: number, limit: { duration: number } | { amount: number }) {
-  return autocannon({
-    url: target.url,
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...target.headers },
-    body: target.body,
-    connections,
-    ...limit,
-  });
-}
-
-const failures = (result: autocannon.Result) => result.errors + result.timeouts + result.non2xx;
-
-async function load(target: Target, connections: number, seconds: number): Promise<Measurement> {
-  const cpuBefore = target.server.cpuSeconds();
-  const result = await fire(target, connections, { duration: seconds });
-  const cpuSeconds = target.server.cpuSeconds() - cpuBefore;
-  return {
-    target: target.name,
-    concurrency: connections,
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    cpuUsPerRequest: (cpuSeconds * 1e6) / Math.max(1, result.requests.total),
-    errors: failures(result),
-  };
-}
-
-async function loadCount(target: Target, connections: number, amount: number) {
-  return failures(await fire(target, connections, { amount }));
+async function load(target: Target, concurrency: number, seconds: number): Promise<Measurement> {
+  return { target: target.name, concurrency, ...(await measureLoad(target, concurrency, seconds)) };
 }
 
 /**
