@@ -29,14 +29,8 @@ function answer(body: string): string {
       };
     }
   }
-  return JSON.stringify({
-    code: 0,
-    message: 'ok',
-    data: {
-      result: { answers, usage: { input_tokens: 412, output_tokens: 0 }, elapsedMs: 0 },
-      creditsUsed: 0.412,
-    },
-  });
+  // The native success body (SPEC §8): what the hosted API and the official SDKs use.
+  return JSON.stringify({ model: 'jev-1.13.0', answers, usage: { input_tokens: 412, output_tokens: 0 } });
 }
 
 const server = createServer((req, res) => {

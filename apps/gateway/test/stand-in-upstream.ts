@@ -1,5 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type {
+  ChoiceResponse,
+  NoulResponse,
+  Question,
+  Questions,
+  ScoreResponse,
+  SystemOneResult,
+  Usage,
+} from '@typesafe-ai/sdk';
 
 export interface SeenRequest {
   method: string;
@@ -54,24 +63,44 @@ export function json(
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
 }
 
-/** A native System One success answering every question of `request` plausibly. */
-export function nativeAnswer(request: SeenRequest, usage = { input_tokens: 412, output_tokens: 0 }) {
-  const answers: Record<string, unknown> = {};
-  for (const [id, q] of Object.entries<any>(request.body.questions)) {
+/**
+ * A native System One success answering every question of `request` plausibly, in the body the
+ * hosted API sends: `{model, answers, usage}` at the top level. Its type is the official SDK's own
+ * `SystemOneResult`, so the shape follows the peer's published format, not this gateway's schemas.
+ */
+export function nativeAnswer(
+  request: SeenRequest,
+  usage: Usage = { input_tokens: 412, output_tokens: 0 },
+): Mutable<SystemOneResult<Questions>> {
+  const answers: Record<string, ChoiceResponse | ScoreResponse | NoulResponse> = {};
+  for (const [id, q] of Object.entries<Question>(request.body.questions)) {
     if (q.type === 'noul') answers[id] = { type: 'noul', noul: 0.97 };
     if (q.type === 'choice') {
       const labels = Object.keys(q.criteria);
       const probabilities = Object.fromEntries(
         labels.map((l, i) => [l, i === 0 ? 0.7 : 0.3 / (labels.length - 1)]),
       );
-      answers[id] = { type: 'choice', choice: labels[0], confidence: 0.55, probabilities };
+      answers[id] = { type: 'choice', choice: labels[0] as string, confidence: 0.55, probabilities };
     }
     if (q.type === 'score') {
-      const probabilities = Object.fromEntries(
-        q.criteria.map((_: unknown, i: number) => [String(i), 1 / q.criteria.length]),
-      );
-      answers[id] = { type: 'score', score: (q.criteria.length - 1) / 2, probabilities };
+      const n = q.criteria.length;
+      const levels = q.criteria.map((_, i) => String(i));
+      answers[id] = {
+        type: 'score',
+        score: (n - 1) / 2,
+        confidence: 0, // what SPEC §2's formula gives for a uniform distribution
+        legend: Object.fromEntries(levels.map((level, i) => [level, q.criteria[i] ?? null])),
+        probabilities: Object.fromEntries(levels.map((level) => [level, 1 / n])),
+      };
     }
   }
-  return { code: 0, message: 'ok', data: { result: { answers, usage, elapsedMs: 5 }, creditsUsed: 0.412 } };
+  return { model: 'jev-1.13.0', answers, usage };
+}
+
+/** The SDK types its results read-only; a stand-in builds and then edits them. */
+type Mutable<T> = { -readonly [K in keyof T]: T[K] extends object ? Mutable<T[K]> : T[K] };
+
+/** The same answer wrapped in this gateway's own envelope, as a fronted gateway sends it. */
+export function gatewayEnvelope(result: SystemOneResult<Questions>) {
+  return { code: 0, message: 'ok', data: { result: { ...result, elapsedMs: 5 }, creditsUsed: 0.412 } };
 }

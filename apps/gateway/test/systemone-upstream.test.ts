@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { createUpstream, type UpstreamTuning } from '../src/upstreams/create-upstream.ts';
 import { bearer, post, sampleRequest, sleep, startGateway, type TestGateway } from './harness.ts';
-import { type Handler, json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
+import { gatewayEnvelope, type Handler, json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -126,13 +126,27 @@ describe('UPSTREAM=systemone', () => {
     expect(await balance()).toBe(10);
   });
 
-  it('retries a 503 and then succeeds', async () => {
+  it.each<[string, Handler]>([
+    ['503', (_r, res) => json(res, 503, { detail: 'overloaded' })],
+    ['529', (_r, res) => json(res, 529, { detail: { error_type: 'overloaded', message: 'busy' } })],
+    ['429', (_r, res) => json(res, 429, { detail: 'slow down' }, { 'retry-after-ms': '20' })],
+  ])('retries a %s and then succeeds on the native body', async (_, busy) => {
     const { standIn, send, balance } = await setup((req, res, n) =>
-      n === 1 ? json(res, 503, { detail: 'overloaded' }) : json(res, 200, nativeAnswer(req)),
+      n === 1 ? busy(req, res, n) : json(res, 200, nativeAnswer(req)),
     );
     const response = await send();
     expect(response.status).toBe(200);
+    expect(response.body.data.result.answers.refund).toEqual({ type: 'noul', noul: 0.97 });
     expect(standIn.seen).toHaveLength(2);
+    expect(await balance()).toBeCloseTo(10 - 0.412, 9);
+  });
+
+  it("reads this gateway's own envelope too, so one gateway can front another", async () => {
+    const { send, balance } = await setup((req, res) => json(res, 200, gatewayEnvelope(nativeAnswer(req))));
+    const response = await send();
+    expect(response.status).toBe(200);
+    expect(response.body.data.result.answers.team).toMatchObject({ choice: 'billing', confidence: 0.55 });
+    expect(response.body.data.creditsUsed).toBe(0.412);
     expect(await balance()).toBeCloseTo(10 - 0.412, 9);
   });
 
@@ -182,12 +196,16 @@ describe('UPSTREAM=systemone', () => {
       (_r, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"code":0,'),
       /not JSON/,
     ],
-    ['no result', (_r, res) => json(res, 200, { code: 0, message: 'ok', data: {} }), /no data\.result/],
+    [
+      'neither answers nor data.result',
+      (_r, res) => json(res, 200, { code: 0, message: 'ok', data: {} }),
+      /neither answers \(native\) nor data\.result/,
+    ],
     [
       'a missing answer',
       (req, res) => {
         const body = nativeAnswer(req);
-        delete (body.data.result.answers as Record<string, unknown>).refund;
+        delete (body.answers as Record<string, unknown>).refund;
         json(res, 200, body);
       },
       /answers\.refund: missing/,
@@ -196,7 +214,7 @@ describe('UPSTREAM=systemone', () => {
       'an out-of-range noul',
       (req, res) => {
         const body = nativeAnswer(req);
-        (body.data.result.answers as any).refund.noul = 1.5;
+        (body.answers as any).refund.noul = 1.5;
         json(res, 200, body);
       },
       /answers\.refund\.noul: 1\.5/,
@@ -205,7 +223,7 @@ describe('UPSTREAM=systemone', () => {
       'an alien choice label',
       (req, res) => {
         const body = nativeAnswer(req);
-        (body.data.result.answers as any).team.choice = 'sales';
+        (body.answers as any).team.choice = 'sales';
         json(res, 200, body);
       },
       /answers\.team\.choice: "sales" is not a label/,
@@ -214,7 +232,7 @@ describe('UPSTREAM=systemone', () => {
       'missing usage',
       (req, res) => {
         const body = nativeAnswer(req);
-        delete (body.data.result as any).usage;
+        delete (body as any).usage;
         json(res, 200, body);
       },
       /usage: missing/,
@@ -230,7 +248,7 @@ describe('UPSTREAM=systemone', () => {
   it('drops answers for IDs that were not asked', async () => {
     const { send } = await setup((req, res) => {
       const body = nativeAnswer(req);
-      (body.data.result.answers as any).extra = { type: 'noul', noul: 0.1 };
+      (body.answers as any).extra = { type: 'noul', noul: 0.1 };
       json(res, 200, body);
     });
     expect(Object.keys((await send()).body.data.result.answers)).toEqual(['team', 'urgency', 'refund']);

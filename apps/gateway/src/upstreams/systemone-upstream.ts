@@ -14,7 +14,8 @@ export function byteBound(questions: number, bodyBytes: number): Usage {
 /**
  * A service speaking the native System One protocol: the gateway's own request with the model
  * mapped to `UPSTREAM_MODEL`, sent to `{base}/v1/systemone`. Native answers and usage pass
- * through (the gateway checks them).
+ * through (the gateway checks them). The answer is read from the native body, or from this
+ * gateway's own envelope so that one gateway can front another (SPEC §8).
  */
 export function createSystemOneUpstream(http: UpstreamHttp, upstreamModel: string): Upstream {
   return {
@@ -27,9 +28,9 @@ export function createSystemOneUpstream(http: UpstreamHttp, upstreamModel: strin
         { requestId, deadlineAt },
       );
       if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail };
-      const result = nativeResult(sent.body);
+      const result = readResult(sent.body);
       if (!result) {
-        const reason = 'the body has no data.result';
+        const reason = 'the body has neither answers (native) nor data.result (gateway envelope)';
         return {
           ok: false,
           failure: failure('upstream_error', `the upstream returned an invalid answer: ${reason}`),
@@ -47,8 +48,15 @@ export function createSystemOneUpstream(http: UpstreamHttp, upstreamModel: strin
   };
 }
 
-/** `{code: 0, data: {result: {answers, usage}}}`, the native success envelope. */
-function nativeResult(body: unknown): { answers: unknown; usage: unknown } | undefined {
-  if (!isPlainObject(body) || !isPlainObject(body.data) || !isPlainObject(body.data.result)) return undefined;
-  return { answers: body.data.result.answers, usage: body.data.result.usage };
+/**
+ * The answers and usage of a success body: native `{model, answers, usage}` at the top level, or
+ * this gateway's envelope `{code: 0, data: {result: {answers, usage}}}`.
+ */
+function readResult(body: unknown): { answers: unknown; usage: unknown } | undefined {
+  if (!isPlainObject(body)) return undefined;
+  if (isPlainObject(body.answers)) return { answers: body.answers, usage: body.usage };
+  if (isPlainObject(body.data) && isPlainObject(body.data.result)) {
+    return { answers: body.data.result.answers, usage: body.data.result.usage };
+  }
+  return undefined;
 }
