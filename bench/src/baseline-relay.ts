@@ -35,8 +35,7 @@ async function forwardWithAccounting(body: unknown, authorization: string | unde
   const reservation = await store.reserve(auth.key.id, requestId, RESERVATION_MICRO, Date.now(), 0);
   if (!reservation.ok) return { status: 402, text: reservation.code };
   const answer = await forward(body);
-  const usage = (JSON.parse(answer.text) as { data: { result: { usage: { input_tokens: number } } } }).data
-    .result.usage;
+  const usage = (JSON.parse(answer.text) as { usage: { input_tokens: number } }).usage;
   await store.settle(reservation.reservationId, {
     requestId,
     keyId: auth.key.id,
