@@ -119,6 +119,35 @@ describe('GET /openapi.json', () => {
     const usage = await get(gw.url, `/admin/keys/${created.body.data.id}/usage`, bearer(ADMIN_TOKEN));
     expect(validatorFor('UsageReportEnvelope')(usage.body)).toBe(true);
   });
+
+  it('documents the /native door, and its answers match the document', async () => {
+    const operation = doc.paths['/native/v1/systemone'].post;
+    expect(operation.tags).toEqual(['System One-compatible']);
+    expect(operation.responses['200'].content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/NativeResult',
+    );
+    expect(operation.responses['200'].headers['x-credits-used']).toBeDefined();
+    expect(operation.responses['429'].headers['retry-after-ms']).toBeDefined();
+    expect(operation.responses['401'].content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/NativeError',
+    );
+    expect(doc.paths['/native/v1/models'].get.security).toEqual([{ apiKey: [] }]);
+
+    const { key } = await gw.createKey();
+    const answered = await post(gw.url, '/native/v1/systemone', sampleRequest(), bearer(key));
+    expect(answered.status).toBe(200);
+    expect(validatorFor('NativeResult')(answered.body), JSON.stringify(answered.body)).toBe(true);
+    const refused = await post(
+      gw.url,
+      '/native/v1/systemone',
+      { ...sampleRequest(), state: null },
+      bearer(key),
+    );
+    expect(refused.status).toBe(400);
+    expect(validatorFor('NativeError')(refused.body), JSON.stringify(refused.body)).toBe(true);
+    const models = await get(gw.url, '/native/v1/models', bearer(key));
+    expect(validatorFor('ModelList')(models.body)).toBe(true);
+  });
 });
 
 describe('GET /docs', () => {

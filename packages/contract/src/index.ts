@@ -4,6 +4,7 @@ export * from './envelope.ts';
 export * from './errors.ts';
 export * from './limits.ts';
 export * from './models.ts';
+export * from './native.ts';
 export * from './openapi.ts';
 export * from './own-key-record.ts';
 export * from './parse-request.ts';

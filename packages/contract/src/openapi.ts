@@ -5,6 +5,7 @@ import { ErrorEnvelope, successEnvelope } from './envelope.ts';
 import { ERROR_TABLE, ERROR_TYPES } from './errors.ts';
 import { LIMITS, MODEL_ID } from './limits.ts';
 import { ModelList } from './models.ts';
+import { NativeError, NativeResult } from './native.ts';
 import { recordShapeOf } from './own-key-record.ts';
 import { EvaluationRequest } from './request.ts';
 
@@ -29,7 +30,7 @@ const envelopes = {
 };
 for (const [id, schema] of Object.entries(envelopes)) z.globalRegistry.add(schema, { id });
 // Referenced by id below; importing them keeps them registered.
-void [EvaluationRequest, ErrorEnvelope, CreateKeyBody, AdjustCreditsBody];
+void [EvaluationRequest, ErrorEnvelope, CreateKeyBody, AdjustCreditsBody, NativeResult, NativeError];
 
 /** Own-key records are custom schemas for validation; document them as the records they are. */
 function override(ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown> }) {
@@ -79,9 +80,20 @@ const requestIdHeader = {
 const retryAfterHeader = {
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
 };
+const nativeHeaders = {
+  ...requestIdHeader,
+  'x-typesafe-request-id': {
+    description: 'The same request id, where the System One SDKs read it.',
+    schema: { type: 'string' },
+  },
+};
+const nativeRetryHeaders = {
+  ...retryAfterHeader,
+  'retry-after-ms': { description: 'Milliseconds to wait before retrying.', schema: { type: 'integer' } },
+};
 
 /** One response per HTTP status among `types`, describing each gateway code it can carry. */
-function errorResponses(types: readonly (keyof typeof ERROR_TABLE)[]) {
+function errorResponses(types: readonly (keyof typeof ERROR_TABLE)[], native = false) {
   const byStatus = new Map<number, string[]>();
   for (const type of types) {
     const { code, status } = ERROR_TABLE[type];
@@ -92,8 +104,11 @@ function errorResponses(types: readonly (keyof typeof ERROR_TABLE)[]) {
       String(status),
       {
         description: codes.join(', '),
-        headers: { ...requestIdHeader, ...(status === 429 || status === 503 ? retryAfterHeader : {}) },
-        content: json('ErrorEnvelope'),
+        headers: {
+          ...(native ? nativeHeaders : requestIdHeader),
+          ...(status === 429 || status === 503 ? (native ? nativeRetryHeaders : retryAfterHeader) : {}),
+        },
+        content: json(native ? 'NativeError' : 'ErrorEnvelope'),
       },
     ]),
   );
@@ -172,6 +187,11 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
     ...(options.serverUrl && { servers: [{ url: options.serverUrl }] }),
     tags: [
       { name: 'Decisions', description: 'Evaluate typed questions (API key).' },
+      {
+        name: 'System One-compatible',
+        description:
+          'The same evaluation in the native System One wire format, for the official SDKs: point them at {gateway}/native.',
+      },
       { name: 'Admin', description: 'Keys and credits; only when ADMIN_TOKEN is set.' },
       { name: 'Operations', description: 'Health and readiness. Also served: /metrics (Prometheus).' },
     ],
@@ -203,6 +223,38 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
           summary: 'The models this gateway serves',
           security: [{ apiKey: [] }],
           responses: { '200': ok('ModelListEnvelope'), ...errorResponses(AUTH_ERRORS) },
+        },
+      },
+      '/native/v1/systemone': {
+        post: {
+          operationId: 'evaluateNative',
+          tags: ['System One-compatible'],
+          summary: 'Evaluate questions, answered in the System One wire format',
+          security: [{ apiKey: [] }],
+          requestBody: { required: true, content: json('EvaluationRequest', { examples: EXAMPLES }) },
+          responses: {
+            '200': {
+              description: 'One answer per question ID; the credits debited are in x-credits-used',
+              headers: {
+                ...nativeHeaders,
+                'x-credits-used': { description: 'Credits debited, in decimal.', schema: { type: 'string' } },
+              },
+              content: json('NativeResult'),
+            },
+            ...errorResponses(EVALUATE_ERRORS, true),
+          },
+        },
+      },
+      '/native/v1/models': {
+        get: {
+          operationId: 'listModelsNative',
+          tags: ['System One-compatible'],
+          summary: 'The models this gateway serves, in the System One wire format',
+          security: [{ apiKey: [] }],
+          responses: {
+            '200': { description: 'Success', headers: nativeHeaders, content: json('ModelList') },
+            ...errorResponses(AUTH_ERRORS, true),
+          },
         },
       },
       '/admin/keys': {

@@ -4,23 +4,14 @@ import { keyCheckFailure, verifyApiKey } from '../auth/api-keys.ts';
 import type { Evaluator } from '../core/evaluate.ts';
 import type { Store } from '../store/store.ts';
 import { sendFailure, sendSuccess } from './envelope.ts';
-import { readRawBodies } from './read-body.ts';
+import { rawEvaluationCall, readRawBodies } from './read-body.ts';
 
 /** REST door: `POST /v1/systemone` and `GET /v1/models`. */
 export async function evaluationRoutes(app: FastifyInstance, opts: { evaluate: Evaluator; store: Store }) {
   readRawBodies(app, 'buffer');
 
   app.post('/v1/systemone', async (request, reply) => {
-    const outcome = await opts.evaluate({
-      requestId: request.id,
-      startedAt: request.startedAt,
-      authorization: request.headers.authorization,
-      body: {
-        kind: 'bytes',
-        bytes: request.body as Buffer | undefined,
-        contentType: request.headers['content-type'],
-      },
-    });
+    const outcome = await opts.evaluate(rawEvaluationCall(request));
     request.evaluationLog = outcome.log;
     return outcome.ok ? sendSuccess(reply, outcome.data) : sendFailure(reply, outcome.failure);
   });

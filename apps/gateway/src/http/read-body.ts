@@ -1,5 +1,6 @@
 import { LIMITS } from '@decision-gateway/contract';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { EvaluationCall } from '../core/evaluate.ts';
 
 /**
  * In this plugin scope, every body (whatever its media type, or none) reaches the handler unparsed,
@@ -11,4 +12,18 @@ export function readRawBodies(app: FastifyInstance, parseAs: 'buffer' | 'string'
   app.addContentTypeParser('*', { parseAs, bodyLimit: LIMITS.maxBodyBytes }, (_request, body, done) =>
     done(null, body),
   );
+}
+
+/** The evaluation call of a door that reads raw bodies (REST and `/native`): bytes and media type. */
+export function rawEvaluationCall(request: FastifyRequest): EvaluationCall {
+  return {
+    requestId: request.id,
+    startedAt: request.startedAt,
+    authorization: request.headers.authorization,
+    body: {
+      kind: 'bytes',
+      bytes: request.body as Buffer | undefined,
+      contentType: request.headers['content-type'],
+    },
+  };
 }

@@ -17,8 +17,9 @@ import type { Store } from '../store/store.ts';
 import { trpcErrorBody } from '../trpc/errors.ts';
 import { trpcRoutes } from '../trpc/trpc-routes.ts';
 import { adminRoutes } from './admin-routes.ts';
-import { sendFailure, sendSuccess } from './envelope.ts';
+import { isNativePath, sendFailure, sendSuccess } from './envelope.ts';
 import { evaluationRoutes } from './evaluation-routes.ts';
+import { nativeRoutes } from './native-routes.ts';
 import { operationsRoutes } from './operations-routes.ts';
 import './fastify-types.ts';
 import { createRouteTable } from './route-table.ts';
@@ -86,6 +87,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
     request.startedAt = performance.now();
     metrics.inFlight.inc();
     reply.header('x-request-id', request.id);
+    // The official SDKs read their request id from this header (SPEC §11).
+    if (isNativePath(request.url)) reply.header('x-typesafe-request-id', request.id);
     if (state.draining && request.url !== '/healthz') {
       // Answered here: the route never runs (Fastify's way to reply from a hook is not to call done).
       sendFailure(reply, failure('unavailable', 'the gateway is shutting down', { retryAfterMs: 1000 }));
@@ -179,6 +182,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   app.register(evaluationRoutes, { evaluate, store: options.store });
   app.register(trpcRoutes, { evaluate, store: options.store });
+  app.register(nativeRoutes, { evaluate, store: options.store, prefix: '/native' });
   if (options.adminToken !== undefined) {
     app.register(adminRoutes, { adminToken: options.adminToken, keys: createKeyService(options.store) });
   }
