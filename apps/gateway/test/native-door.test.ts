@@ -6,6 +6,7 @@ import {
   choice,
   NotFoundError,
   noul,
+  type Questions,
   RateLimitError,
   score,
   TypeSafeClient,
@@ -104,7 +105,7 @@ describe('the /native door, driven by the official @typesafe-ai/sdk', () => {
     expect(error.requestId).toMatch(/^req_/);
   });
 
-  it.each([
+  it.each<[string, { model: string; questions: Questions }, number, string]>([
     [
       'too many questions',
       {

@@ -1,8 +1,9 @@
+import { groupsOf } from '@decision-gateway/questions';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { createUpstream } from '../src/upstreams/create-upstream.ts';
 import { labelWeights } from '../src/upstreams/logprobs.ts';
-import { groupsOf, tournamentCalls } from '../src/upstreams/openai-upstream.ts';
+import { tournamentCalls } from '../src/upstreams/openai-upstream.ts';
 import { bearer, post, sampleRequest, sleep, startGateway } from './harness.ts';
 import { type Handler, json, type SeenRequest, startStandIn } from './stand-in-upstream.ts';
 

@@ -74,6 +74,29 @@ export function renderQuestion(
   }
 }
 
+/**
+ * Split `options` into ceil(n/size) groups of near-equal size, in order: how a choice with more
+ * options than one prompt can label is shown.
+ */
+export function groupsOf<T>(options: readonly T[], size: number): T[][] {
+  const count = Math.ceil(options.length / size);
+  const groups: T[][] = [];
+  for (let g = 0; g < count; g++) {
+    groups.push(
+      options.slice(Math.floor((g * options.length) / count), Math.floor(((g + 1) * options.length) / count)),
+    );
+  }
+  return groups;
+}
+
+/** Every option of a question shown once: one prompt, or a choice of more than 26 options in groups. */
+export function renderWhole(state: State, question: Question): RenderedQuestion[] {
+  if (question.type !== 'choice') return [renderQuestion(state, question)];
+  return groupsOf(choiceLabels(question), CHOICE_LABELS.length).map((group) =>
+    renderQuestion(state, question, group),
+  );
+}
+
 function instructionsBlock(instructions: Content | null | undefined, fallback: string): string {
   const text = renderContent(instructions);
   return `# Question\n${text === '' ? fallback : text}`;

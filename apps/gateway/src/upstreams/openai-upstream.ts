@@ -12,6 +12,7 @@ import {
   argmax,
   CHOICE_LABELS,
   choiceLabels,
+  groupsOf,
   normalize,
   renderQuestion,
   type Upstream,
@@ -29,21 +30,6 @@ const addUsage = (a: Usage, b: Usage): Usage => ({
   output_tokens: a.output_tokens + b.output_tokens,
 });
 const NO_USAGE: Usage = { input_tokens: 0, output_tokens: 0 };
-
-/**
- * Split `options` into ceil(n/size) groups of near-equal size, in order. Used when a choice has
- * more options than one prompt can show with single-token labels (or than `top_logprobs` reports).
- */
-export function groupsOf<T>(options: readonly T[], size: number): T[][] {
-  const count = Math.ceil(options.length / size);
-  const groups: T[][] = [];
-  for (let g = 0; g < count; g++) {
-    groups.push(
-      options.slice(Math.floor((g * options.length) / count), Math.floor(((g + 1) * options.length) / count)),
-    );
-  }
-  return groups;
-}
 
 /** How many completions a choice of `n` options takes with groups of at most `size`. */
 export function tournamentCalls(n: number, size: number): number {

@@ -1,7 +1,7 @@
 import type { Answer, EvaluationRequest, Question, State, Usage } from '@decision-gateway/contract';
 import { answerFromWeights, choiceLabels } from '../answers.ts';
 import { softmax } from '../distribution.ts';
-import { renderContent, renderQuestion, renderState } from '../render.ts';
+import { renderContent, renderState, renderWhole } from '../render.ts';
 import { countTokens } from '../tokens.ts';
 import type { Upstream, UpstreamCall, UpstreamOutcome } from '../upstream.ts';
 import { bm25Scores } from './bm25.ts';
@@ -49,14 +49,14 @@ export function answerLexically(state: State, question: Question): Answer {
 
 /**
  * Input tokens of what the baseline reads: the state once, plus each question as a language model
- * would see it without the state (so it matches the prompt the openai upstream would send, less
- * the repeated state).
+ * would see it without the state, every option shown once (a choice of more than 26 options in
+ * groups of at most 26, since a prompt labels options A–Z).
  */
 export function lexicalUsage(request: EvaluationRequest): Usage {
   let input = countTokens(renderState(request.state));
   for (const question of Object.values(request.questions)) {
-    const { system, user } = renderQuestion('', question);
-    input += countTokens(system) + countTokens(user);
+    for (const { system, user } of renderWhole('', question))
+      input += countTokens(system) + countTokens(user);
   }
   return { input_tokens: input, output_tokens: 0 };
 }

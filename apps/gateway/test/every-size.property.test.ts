@@ -1,0 +1,78 @@
+import { MODEL_ID } from '@decision-gateway/contract';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { createUpstream } from '../src/upstreams/create-upstream.ts';
+import { bearer, post, startGateway, type TestGateway } from './harness.ts';
+import { json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
+
+// SPEC §§1, 8: every valid request answers on every upstream, whatever the size of its questions.
+// Properties over real HTTP: a choice of 2–255 options and a score of 2–10 levels, together.
+
+const sizedRequest = fc
+  .record({
+    // The count first: fast-check's default array sizes stay small, and large choices are the point.
+    options: fc
+      .integer({ min: 2, max: 255 })
+      .chain((n) =>
+        fc.uniqueArray(fc.string({ minLength: 1, maxLength: 24 }), { minLength: n, maxLength: n }),
+      ),
+    described: fc.boolean(),
+    levels: fc.integer({ min: 2, max: 10 }),
+    state: fc.oneof(fc.string({ minLength: 1, maxLength: 200 }), fc.constant('refund my double charge')),
+  })
+  .map(({ options, described, levels, state }) => ({
+    model: MODEL_ID,
+    state,
+    questions: {
+      pick: {
+        type: 'choice',
+        criteria: Object.fromEntries(options.map((o, i) => [o, described ? `option number ${i}` : null])),
+      },
+      rate: { type: 'score', criteria: Array.from({ length: levels }, (_, i) => `level ${i}`) },
+      check: { type: 'noul', instructions: 'The customer wants a refund.' },
+    },
+  }));
+
+type Sized = ReturnType<(typeof sizedRequest)['generate']>['value'];
+
+async function answersEverySize(gw: TestGateway) {
+  const { key } = await gw.createKey({ credits: null });
+  await fc.assert(
+    fc.asyncProperty(sizedRequest, async (request: Sized) => {
+      const response = await post(gw.url, '/v1/systemone', request, bearer(key));
+      expect(response.status, response.text).toBe(200);
+      const { pick, rate } = response.body.data.result.answers;
+      expect(Object.keys(pick.probabilities)).toEqual(Object.keys(request.questions.pick.criteria));
+      expect(Object.keys(rate.probabilities)).toHaveLength(request.questions.rate.criteria.length);
+    }),
+    { numRuns: 25 },
+  );
+}
+
+describe('every choice size and score size answers 200', () => {
+  describe('on the lexical upstream', () => {
+    let gw: TestGateway;
+    beforeAll(async () => {
+      gw = await startGateway();
+    });
+    afterAll(() => gw.close());
+    it('answers them all', () => answersEverySize(gw));
+  });
+
+  describe('on the systemone upstream', () => {
+    let gw: TestGateway;
+    let standIn: Awaited<ReturnType<typeof startStandIn>>;
+    beforeAll(async () => {
+      standIn = await startStandIn((req, res) => json(res, 200, nativeAnswer(req)));
+      const loaded = loadConfig({ UPSTREAM: 'systemone', UPSTREAM_BASE_URL: standIn.url });
+      if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
+      gw = await startGateway({ upstream: (logger) => createUpstream(loaded.config.upstream, logger) });
+    });
+    afterAll(async () => {
+      await gw.close();
+      await standIn.close();
+    });
+    it('answers them all', () => answersEverySize(gw));
+  });
+});
