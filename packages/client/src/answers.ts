@@ -44,5 +44,6 @@ export type AnswersOf<Questions extends Record<string, QuestionDefinition>> = {
 /** What `client.evaluate` resolves to: the success `data` with answers typed per question. */
 export interface Evaluation<Questions extends Record<string, QuestionDefinition>> {
   result: Omit<EvaluationResult, 'answers' | 'usage'> & { answers: AnswersOf<Questions>; usage: Usage };
-  creditsUsed?: number;
+  /** Credits debited from the key: the client always sends one, so the gateway always reports it. */
+  creditsUsed: number;
 }

@@ -68,7 +68,7 @@ describe('answers are typed per question', () => {
     expectTypeOf(data.result.usage).toEqualTypeOf<{ input_tokens: number; output_tokens: number }>();
     expectTypeOf(data.result.elapsedMs).toEqualTypeOf<number>();
     expectTypeOf(data.result.model).toEqualTypeOf<'vendor/model-1.13'>();
-    expectTypeOf(data.creditsUsed).toEqualTypeOf<number | undefined>();
+    expectTypeOf(data.creditsUsed).toEqualTypeOf<number>();
   });
 });
 

@@ -1,0 +1,39 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  buildGateway,
+  createKeyService,
+  createLogger,
+  openSqliteStore,
+  pricingFromCredits,
+} from '@decision-gateway/gateway';
+import { createLexicalUpstream, type Upstream } from '@decision-gateway/questions';
+
+/** A real gateway on 127.0.0.1 with a fresh SQLite file, the way the quick start runs it. */
+export async function startGateway(upstream: Upstream = createLexicalUpstream()) {
+  const dir = mkdtempSync(join(tmpdir(), 'dg-client-'));
+  const store = openSqliteStore(join(dir, 'gateway.db'));
+  const gateway = buildGateway({
+    store,
+    upstream,
+    logger: createLogger('silent'),
+    pricing: pricingFromCredits(1, 0),
+    rateLimitPerMinute: 0,
+    upstreamTimeoutMs: 10_000,
+  });
+  const url = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+  const keys = createKeyService(store);
+  const created = await keys.create({ name: 'client-test', credits: 100 });
+  if (!created.ok) throw new Error(created.error.message);
+  return {
+    url,
+    key: created.value.key,
+    keys,
+    async close() {
+      await gateway.app.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
