@@ -27,6 +27,13 @@ export function createMetrics() {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
+    labelMass: new Histogram({
+      name: 'dg_upstream_label_mass',
+      help: 'Logprob upstreams: per request, the lowest share of next-token mass on the offered labels (low = the model did not take the question as asked)',
+      labelNames: ['upstream'] as const,
+      buckets: [0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9],
+      registers: [registry],
+    }),
     upstreamDuration: new Histogram({
       name: 'dg_upstream_duration_seconds',
       help: 'Upstream call latency (all attempts), by upstream and outcome',

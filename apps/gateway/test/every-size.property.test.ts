@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { createUpstream } from '../src/upstreams/create-upstream.ts';
 import { bearer, post, startGateway, type TestGateway } from './harness.ts';
+import { createSimulatedModel, startSimulatedServer } from './simulated-model.ts';
 import { json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
 
 // SPEC §§1, 8: every valid request answers on every upstream, whatever the size of its questions.
@@ -72,6 +73,22 @@ describe('every choice size and score size answers 200', () => {
     afterAll(async () => {
       await gw.close();
       await standIn.close();
+    });
+    it('answers them all', () => answersEverySize(gw));
+  });
+
+  describe('on the openai upstream (a simulated model server)', () => {
+    let gw: TestGateway;
+    let server: Awaited<ReturnType<typeof startSimulatedServer>>;
+    beforeAll(async () => {
+      server = await startSimulatedServer(createSimulatedModel({ seed: 5 }));
+      const loaded = loadConfig({ UPSTREAM: 'openai', UPSTREAM_BASE_URL: server.url, UPSTREAM_MODEL: 'sim' });
+      if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
+      gw = await startGateway({ upstream: (logger) => createUpstream(loaded.config.upstream, logger) });
+    });
+    afterAll(async () => {
+      await gw.close();
+      await server.close();
     });
     it('answers them all', () => answersEverySize(gw));
   });

@@ -2,8 +2,8 @@ import { groupsOf } from '@decision-gateway/questions';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { createUpstream } from '../src/upstreams/create-upstream.ts';
-import { labelWeights } from '../src/upstreams/logprobs.ts';
-import { tournamentCalls } from '../src/upstreams/openai-upstream.ts';
+import { plannedCalls } from '../src/upstreams/label-distribution.ts';
+import { groupSizeFor } from '../src/upstreams/openai-upstream.ts';
 import { bearer, post, sampleRequest, sleep, startGateway } from './harness.ts';
 import { type Handler, json, type SeenRequest, startStandIn } from './stand-in-upstream.ts';
 
@@ -100,23 +100,11 @@ describe('UPSTREAM=openai', () => {
     expect(team.probabilities.technical).toBeCloseTo(0.2 / 0.9, 9);
     expect(team.confidence).toBeCloseTo((0.7 / 0.9 - 0.5) / 0.5, 9);
     expect(urgency.score).toBeCloseTo(0.2 + 2 * 0.7, 9);
-    // Yes: 0.5 + 0.2 + 0.1 (true), No: 0.15.
-    expect(refund.noul).toBeCloseTo(0.8 / 0.95, 9);
+    // Yes: 0.5 + 0.2 (" yes") + 0.1 ("true"). No lists "No" only; by Yes's split that spelling is
+    // 5/8 of a label, so No reads 0.15 / 0.625 = 0.24 (under its cap, 0.15 + 2 × the floor 0.1).
+    expect(refund.noul).toBeCloseTo(0.8 / (0.8 + 0.24), 9);
     expect(response.body.data.result.usage).toEqual({ input_tokens: 300, output_tokens: 3 });
     expect(response.body.data.creditsUsed).toBe(0.3);
-  });
-
-  it('gives labels the server did not return the residual mass, evenly', () => {
-    const weights = labelWeights(
-      [
-        { token: 'A', logprob: Math.log(0.5) },
-        { token: 'zzz', logprob: Math.log(0.1) },
-      ],
-      ['A', 'B', 'C'],
-    );
-    expect(weights[0]).toBeCloseTo(0.5, 12);
-    expect(weights[1]).toBeCloseTo(0.2, 12);
-    expect(weights[2]).toBeCloseTo(0.2, 12);
   });
 
   it('sends the questions of one request in parallel: 8 questions take about as long as 1', async () => {
@@ -140,40 +128,75 @@ describe('UPSTREAM=openai', () => {
     expect(eight / one).toBeLessThan(2);
   });
 
-  it('plays a tournament over choices with more options than one prompt shows', async () => {
+  it('asks a large choice a few options at a time, ties them through leaders, and logs completion ids', async () => {
     const labels = Array.from({ length: 60 }, (_, i) => `option-${i}`);
     const favourite = 'option-47';
-    const { standIn, send } = await setup((req, res) => {
+    let n = 0;
+    const { standIn, send, gw } = await setup((req, res) => {
       const options = optionsOf(req);
-      const letter = Object.entries(options).find(([, label]) => label === favourite)?.[0];
-      // The favourite gets 0.9 where it is shown; otherwise the first option gets 0.6.
-      json(res, 200, completion(letter ? { [letter]: 0.9, Z: 0.01 } : { A: 0.6, B: 0.3 }));
+      const letters = Object.keys(options);
+      const letter = letters.find((l) => options[l] === favourite);
+      // Every offered option is listed; the favourite, where offered, takes most of the mass.
+      const top = Object.fromEntries(letters.map((l) => [` ${l}`, l === letter ? 0.5 : 0.05]));
+      json(res, 200, { ...completion({ ...top, ' The': 0.2 }), id: `chatcmpl-${++n}` });
     });
     const response = await send({
       ...sampleRequest(),
       questions: { pick: { type: 'choice', criteria: Object.fromEntries(labels.map((l) => [l, null])) } },
     });
     expect(response.status).toBe(200);
-    expect(standIn.seen).toHaveLength(tournamentCalls(60, 20));
-    expect(standIn.seen).toHaveLength(4); // three groups of 20, then a final of three
+    // Groups of 5 (top_logprobs 20), then their 12 leaders in groups of 5, then 3 leaders: 12 + 3 + 1.
+    expect(standIn.seen).toHaveLength(plannedCalls(60, groupSizeFor(20)));
+    expect(standIn.seen).toHaveLength(16);
+    for (const request of standIn.seen) expect(Object.keys(optionsOf(request)).length).toBeLessThanOrEqual(5);
     const answer = response.body.data.result.answers.pick;
     expect(answer.choice).toBe(favourite);
     expect(Object.keys(answer.probabilities)).toEqual(labels);
-    const sum = Object.values<number>(answer.probabilities).reduce((a, b) => a + b, 0);
-    expect(sum).toBeCloseTo(1, 9);
-    expect(response.body.data.result.usage.input_tokens).toBe(400);
+    // Ratios chain exactly: the favourite is 10× each other option, so it holds 10/69 of the mass.
+    expect(answer.probabilities[favourite]).toBeCloseTo(10 / 69, 9);
+    expect(answer.probabilities['option-0']).toBeCloseTo(1 / 69, 9);
+    expect(response.body.data.result.usage.input_tokens).toBe(1600);
+    const line = JSON.parse(
+      gw.logs.find((l) => l.includes(response.body.requestId) && l.includes('"request"')) as string,
+    );
+    expect(line.upstreamRequestId).toMatch(/^chatcmpl-\d+(,chatcmpl-\d+){9},…\(\+6\)$/);
+    // The worst fit: a call of four leaders without the favourite, 4 × 0.05 on labels.
+    expect(line.labelMass).toBeCloseTo(0.2, 9);
+    const metrics = await fetch(`${gw.url}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/dg_upstream_label_mass_count\{upstream="openai"\} 1/);
   });
 
-  it('groups options evenly and counts the calls a tournament takes', () => {
+  it('groups options evenly and counts the completions of the base plan', () => {
     expect(groupsOf([1, 2, 3, 4, 5], 2).map((g) => g.length)).toEqual([1, 2, 2]);
     const sizes = groupsOf(
       Array.from({ length: 255 }, (_, i) => i),
       26,
     ).map((g) => g.length);
     expect(sizes).toEqual([25, 26, 25, 26, 25, 26, 25, 26, 25, 26]);
-    expect(tournamentCalls(26, 26)).toBe(1);
-    expect(tournamentCalls(255, 20)).toBe(13 + 1);
-    expect(tournamentCalls(255, 5)).toBe(51 + 11 + 3 + 1);
+    expect(groupSizeFor(20)).toBe(5);
+    expect(groupSizeFor(5)).toBe(2);
+    expect(groupSizeFor(100)).toBe(25);
+    expect(plannedCalls(5, 5)).toBe(1);
+    expect(plannedCalls(255, 5)).toBe(51 + 11 + 3 + 1);
+  });
+
+  it("turns a server's own 400 about the prompt (over the context size) into 40001 with its reason", async () => {
+    const { send, gw, key } = await setup((_req, res) =>
+      json(res, 400, {
+        error: {
+          code: 400,
+          message:
+            'request (4724 tokens) exceeds the available context size (2048 tokens), try increasing it',
+          type: 'exceed_context_size_error',
+        },
+      }),
+    );
+    const response = await send();
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe(40001);
+    expect(response.body.message).toContain('exceeds the available context size');
+    const after = await gw.keys.get(key.id);
+    expect(after.ok && after.value.credits).toBe(50);
   });
 
   it('names the missing feature when the server returns no logprobs', async () => {

@@ -49,8 +49,15 @@ describe('renderQuestion', () => {
   it('renders a subset of a large choice, and refuses more than 26 options at once', () => {
     const criteria = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`o${i}`, null]));
     const question: ChoiceQuestion = { type: 'choice', criteria };
-    expect(renderQuestion('s', question, ['o27', 'o3']).user).toContain('A. o27\nB. o3');
+    expect(renderQuestion('s', question, [27, 3]).user).toContain('A. o27\nB. o3');
     expect(() => renderQuestion('s', question)).toThrow(RangeError);
+  });
+
+  it('renders a subset of score levels under their own numbers', () => {
+    const rendered = renderQuestion('text', { type: 'score', criteria: ['calm', 'cross', 'angry'] }, [0, 2]);
+    expect(rendered.labels).toEqual(['0', '2']);
+    expect(rendered.user).toContain('# Levels (lowest first)\n0. calm\n2. angry');
+    expect(rendered.user).toContain('Answer with one of the level numbers 0, 2 only.');
   });
 
   it('renders score levels 0–n with their descriptions, lowest first', () => {

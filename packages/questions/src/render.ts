@@ -54,21 +54,35 @@ export interface RenderedQuestion {
 const SYSTEM =
   'You are a careful decision assistant. Read the state and the question, then answer with exactly one of the allowed labels and nothing else.';
 
+/** How many options a question offers: a choice's labels, a score's levels, a noul's yes and no. */
+export function optionCount(question: Question): number {
+  switch (question.type) {
+    case 'choice':
+      return choiceLabels(question).length;
+    case 'score':
+      return question.criteria.length;
+    case 'noul':
+      return NOUL_LABELS.length;
+  }
+}
+
 /**
- * Render a question for a language model. A choice may be rendered over a subset of its options
- * (`optionLabels`, at most 26: the OpenAI-compatible upstream plays rounds over larger choices).
+ * Render a question for a language model. A choice or a score may be rendered over a subset of its
+ * options (`subset`: option indices, in order; a choice takes at most 26, labelled A, B, … in the
+ * order given). `labels[i]` is the token that answers with option `subset[i]`.
  */
 export function renderQuestion(
   state: State,
   question: Question,
-  optionLabels?: readonly string[],
+  subset?: readonly number[],
 ): RenderedQuestion {
   const stateText = `# State\n${renderState(state)}`;
+  const offered = subset ?? Array.from({ length: optionCount(question) }, (_, i) => i);
   switch (question.type) {
     case 'choice':
-      return renderChoice(stateText, question, optionLabels ?? choiceLabels(question));
+      return renderChoice(stateText, question, offered);
     case 'score':
-      return renderScore(stateText, question);
+      return renderScore(stateText, question, offered);
     case 'noul':
       return renderNoul(stateText, question);
   }
@@ -91,10 +105,9 @@ export function groupsOf<T>(options: readonly T[], size: number): T[][] {
 
 /** Every option of a question shown once: one prompt, or a choice of more than 26 options in groups. */
 export function renderWhole(state: State, question: Question): RenderedQuestion[] {
+  const all = Array.from({ length: optionCount(question) }, (_, i) => i);
   if (question.type !== 'choice') return [renderQuestion(state, question)];
-  return groupsOf(choiceLabels(question), CHOICE_LABELS.length).map((group) =>
-    renderQuestion(state, question, group),
-  );
+  return groupsOf(all, CHOICE_LABELS.length).map((group) => renderQuestion(state, question, group));
 }
 
 function instructionsBlock(instructions: Content | null | undefined, fallback: string): string {
@@ -105,13 +118,15 @@ function instructionsBlock(instructions: Content | null | undefined, fallback: s
 function renderChoice(
   stateText: string,
   question: ChoiceQuestion,
-  options: readonly string[],
+  offered: readonly number[],
 ): RenderedQuestion {
-  if (options.length > CHOICE_LABELS.length) {
+  if (offered.length > CHOICE_LABELS.length) {
     throw new RangeError(`a rendered choice takes at most ${CHOICE_LABELS.length} options`);
   }
-  const labels = CHOICE_LABELS.slice(0, options.length);
-  const lines = options.map((option, i) => {
+  const names = choiceLabels(question);
+  const labels = CHOICE_LABELS.slice(0, offered.length);
+  const lines = offered.map((index, i) => {
+    const option = names[index] as string;
     const description = renderContent(question.criteria[option]);
     return description === '' ? `${labels[i]}. ${option}` : `${labels[i]}. ${option}: ${description}`;
   });
@@ -124,17 +139,24 @@ function renderChoice(
   return { system: SYSTEM, user, labels };
 }
 
-function renderScore(stateText: string, question: ScoreQuestion): RenderedQuestion {
-  const labels = question.criteria.map((_, i) => String(i));
-  const lines = question.criteria.map((description, i) => {
-    const text = renderContent(description);
-    return text === '' ? `${i}.` : `${i}. ${text}`;
+function renderScore(
+  stateText: string,
+  question: ScoreQuestion,
+  offered: readonly number[],
+): RenderedQuestion {
+  const labels = offered.map(String);
+  const lines = offered.map((level) => {
+    const text = renderContent(question.criteria[level]);
+    return text === '' ? `${level}.` : `${level}. ${text}`;
   });
+  const whole = offered.length === question.criteria.length;
   const user = [
     stateText,
     instructionsBlock(question.instructions, 'Which level fits the state best?'),
     `# Levels (lowest first)\n${lines.join('\n')}`,
-    `Answer with the level number (0–${labels.length - 1}) only.`,
+    whole
+      ? `Answer with the level number (0–${question.criteria.length - 1}) only.`
+      : `Answer with one of the level numbers ${labels.join(', ')} only.`,
   ].join('\n\n');
   return { system: SYSTEM, user, labels };
 }

@@ -15,7 +15,14 @@ export interface UpstreamCall {
  * any caller sees them, whichever upstream made them. Failures are already gateway errors.
  */
 export type UpstreamOutcome =
-  | { ok: true; answers: unknown; usage: unknown; upstreamRequestId?: string }
+  | {
+      ok: true;
+      answers: unknown;
+      usage: unknown;
+      upstreamRequestId?: string;
+      /** For upstreams that read logprobs: the lowest share of next-token mass on the offered labels. */
+      labelMass?: number;
+    }
   | { ok: false; failure: GatewayFailure; detail?: string };
 
 /** The interface every upstream implements: lexical, systemone and openai alike. */

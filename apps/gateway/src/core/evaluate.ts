@@ -53,6 +53,8 @@ export interface EvaluationLog {
   upstreamOutcome?: 'ok' | 'error';
   /** The upstream's own request id, logged beside the gateway's. */
   upstreamRequestId?: string;
+  /** Logprob upstreams: the lowest share of next-token mass that fell on the offered labels. */
+  labelMass?: number;
   /** How many questions of each type the request asked. */
   questionTypes?: Partial<Record<QuestionType, number>>;
   reason?: string;
@@ -201,6 +203,7 @@ export function createEvaluator(deps: EvaluationDeps) {
     log.upstreamOutcome = 'ok';
     log.usage = usage.value;
     if (outcome.upstreamRequestId !== undefined) log.upstreamRequestId = outcome.upstreamRequestId;
+    if (outcome.labelMass !== undefined) log.labelMass = outcome.labelMass;
     const cost = costMicro(usage.value, deps.pricing);
     const entry = usageEntry(call, key, usage.value, cost, 200, log.questions ?? 0);
     const debited = await deps.store.settle(reservationId, entry);

@@ -133,6 +133,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
         creditsUsed: log?.creditsUsed,
         upstreamMs: log?.upstreamMs === undefined ? undefined : Math.round(log.upstreamMs),
         upstreamRequestId: log?.upstreamRequestId,
+        labelMass: log?.labelMass,
         reason: log?.reason,
         elapsedMs: Math.round(performance.now() - request.startedAt),
       },
@@ -229,6 +230,7 @@ function observe(
   if (!log) return;
   for (const [type, count] of Object.entries(log.questionTypes ?? {})) metrics.questions.inc({ type }, count);
   if (log.creditsUsed) metrics.creditsDebited.inc(log.creditsUsed);
+  if (log.labelMass !== undefined) metrics.labelMass.observe({ upstream: upstreamName }, log.labelMass);
   if (log.upstreamMs !== undefined && log.upstreamOutcome !== undefined) {
     metrics.upstreamDuration.observe(
       { upstream: upstreamName, outcome: log.upstreamOutcome },

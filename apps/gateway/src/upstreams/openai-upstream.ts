@@ -1,5 +1,4 @@
 import {
-  type ChoiceQuestion,
   failure,
   type GatewayFailure,
   isPlainObject,
@@ -9,110 +8,102 @@ import {
 } from '@decision-gateway/contract';
 import {
   answerFromWeights,
-  argmax,
   CHOICE_LABELS,
-  choiceLabels,
-  groupsOf,
-  normalize,
+  optionCount,
   renderQuestion,
   type Upstream,
   type UpstreamCall,
   type UpstreamOutcome,
 } from '@decision-gateway/questions';
-import { labelWeights, NOUL_ALIASES, type TopLogprob } from './logprobs.ts';
+import {
+  type Ask,
+  estimateWeights,
+  plannedCalls,
+  readLabels,
+  type TopLogprob,
+} from './label-distribution.ts';
 import type { createUpstreamHttp } from './upstream-http.ts';
 
+/** Noul reads yes/no, and true/false as the same answers. */
+export const NOUL_ALIASES: Record<string, readonly string[]> = { Yes: ['true'], No: ['false'] };
+
 type UpstreamHttp = ReturnType<typeof createUpstreamHttp>;
-type Step<T> = { ok: true; value: T; usage: Usage } | { ok: false; failure: GatewayFailure; detail: string };
 
 const addUsage = (a: Usage, b: Usage): Usage => ({
   input_tokens: a.input_tokens + b.input_tokens,
   output_tokens: a.output_tokens + b.output_tokens,
 });
-const NO_USAGE: Usage = { input_tokens: 0, output_tokens: 0 };
 
-/** How many completions a choice of `n` options takes with groups of at most `size`. */
-export function tournamentCalls(n: number, size: number): number {
-  if (n <= size) return 1;
-  const groups = Math.ceil(n / size);
-  return groups + tournamentCalls(groups, size);
+/** A failed completion ends its whole question (and so the request). */
+class CompletionFailed extends Error {
+  constructor(
+    readonly failure: GatewayFailure,
+    readonly detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+/** Options per completion: few enough that every spelling of every offered label fits the list. */
+export function groupSizeFor(topLogprobs: number): number {
+  return Math.min(CHOICE_LABELS.length, Math.max(2, Math.floor(topLogprobs / 4)));
+}
+
+/** Completions a question takes at most: the base plan, plus as many again for unseen labels. */
+export function maxCalls(question: Question, groupSize: number): number {
+  return question.type === 'noul' ? 1 : 2 * plannedCalls(optionCount(question), groupSize);
 }
 
 /**
- * Any OpenAI-compatible chat-completions server that returns logprobs (SPEC §8). Each question is
- * one completion of one token at temperature 0 with `top_logprobs`; the distribution is read off
- * the label tokens. Questions (and tournament groups) go out in parallel; usage is summed.
- *
- * Choices with more options than fit one prompt (`groupSize` = min(26 letters, top_logprobs)) are
- * played as a tournament: the options are split into groups, each group is asked on its own, the
- * group winners meet in a final (recursively, if there are many groups), and an option's
- * probability is P(its group's winner wins the final) × P(it wins its group).
+ * Any OpenAI-compatible chat-completions server that returns logprobs (SPEC §8). Each completion
+ * is one token at temperature 0 with `top_logprobs`; `label-distribution.ts` decides which options
+ * each completion offers and reads the distribution off the label tokens. Completions go out in
+ * parallel wherever they do not wait on each other; usage is summed over all of them.
  */
 export function createOpenAiUpstream(
   http: UpstreamHttp,
   options: { model: string; topLogprobs: number },
 ): Upstream {
-  const groupSize = Math.min(CHOICE_LABELS.length, options.topLogprobs);
+  const groupSize = groupSizeFor(options.topLogprobs);
 
-  async function complete(
-    state: State,
-    question: Question,
-    call: UpstreamCall,
-    subset?: readonly string[],
-  ): Promise<Step<number[]>> {
-    const prompt = renderQuestion(state, question, subset);
-    const sent = await http.postJson(
-      '/chat/completions',
-      {
-        model: options.model,
-        messages: [
-          { role: 'system', content: prompt.system },
-          { role: 'user', content: prompt.user },
-        ],
-        max_tokens: 1,
-        temperature: 0,
-        logprobs: true,
-        top_logprobs: options.topLogprobs,
-      },
-      { requestId: call.requestId, deadlineAt: call.deadlineAt },
-    );
-    if (!sent.ok) return sent;
-    const read = readCompletion(sent.body);
-    if (!read.ok) return { ok: false, failure: failure('upstream_error', read.reason), detail: read.reason };
-    const weights = labelWeights(read.top, prompt.labels, question.type === 'noul' ? NOUL_ALIASES : {});
-    return { ok: true, value: normalize(weights), usage: read.usage };
+  /** What a request's completions add up to: usage, their ids, the worst label mass. */
+  interface Tally {
+    usage: Usage;
+    ids: string[];
+    labelMass: number;
   }
 
-  /** A distribution over `labels` (option names of `question`), by tournament when needed. */
-  async function choose(
-    state: State,
-    question: ChoiceQuestion,
-    labels: readonly string[],
-    call: UpstreamCall,
-  ): Promise<Step<number[]>> {
-    if (labels.length <= groupSize) return complete(state, question, call, labels);
-    const groups = groupsOf(labels, groupSize);
-    const rounds = await Promise.all(groups.map((group) => choose(state, question, group, call)));
-    const failed = rounds.find((round) => !round.ok);
-    if (failed && !failed.ok) return failed;
-    const within = rounds.map((round) => (round as { value: number[] }).value);
-    const winners = groups.map((group, g) => group[argmax(within[g] as number[])] as string);
-    const final = await choose(state, question, winners, call);
-    if (!final.ok) return final;
-    const usage = rounds.reduce(
-      (sum, round) => addUsage(sum, (round as { usage: Usage }).usage),
-      final.usage,
-    );
-    const value = groups.flatMap((group, g) =>
-      group.map((_, i) => (final.value[g] as number) * ((within[g] as number[])[i] as number)),
-    );
-    return { ok: true, value, usage };
-  }
-
-  async function answerOne(state: State, question: Question, call: UpstreamCall): Promise<Step<number[]>> {
-    return question.type === 'choice'
-      ? choose(state, question, choiceLabels(question), call)
-      : complete(state, question, call);
+  async function answerOne(state: State, question: Question, call: UpstreamCall, tally: Tally) {
+    const aliases = question.type === 'noul' ? NOUL_ALIASES : {};
+    const ask: Ask = async (subset) => {
+      const prompt = renderQuestion(state, question, question.type === 'noul' ? undefined : subset);
+      const sent = await http.postJson(
+        '/chat/completions',
+        {
+          model: options.model,
+          messages: [
+            { role: 'system', content: prompt.system },
+            { role: 'user', content: prompt.user },
+          ],
+          max_tokens: 1,
+          temperature: 0,
+          logprobs: true,
+          top_logprobs: options.topLogprobs,
+        },
+        { requestId: call.requestId, deadlineAt: call.deadlineAt },
+      );
+      if (!sent.ok) throw new CompletionFailed(sent.failure, sent.detail);
+      const read = readCompletion(sent.body);
+      if (!read.ok) throw new CompletionFailed(failure('upstream_error', read.reason), read.reason);
+      const reading = readLabels(read.top, prompt.labels, aliases);
+      tally.usage = addUsage(tally.usage, read.usage);
+      if (read.id !== undefined) tally.ids.push(read.id);
+      tally.labelMass = Math.min(tally.labelMass, reading.labelMass);
+      return reading;
+    };
+    const count = optionCount(question);
+    const extraCalls = maxCalls(question, groupSize) - plannedCalls(count, groupSize);
+    return answerFromWeights(question, await estimateWeights(count, ask, { groupSize, extraCalls }));
   }
 
   return {
@@ -120,34 +111,44 @@ export function createOpenAiUpstream(
     usageBound(request, bodyBytes) {
       // Every completion carries the whole state; one output token each.
       let calls = 0;
-      for (const question of Object.values(request.questions)) {
-        calls += question.type === 'choice' ? tournamentCalls(choiceLabels(question).length, groupSize) : 1;
-      }
+      for (const question of Object.values(request.questions)) calls += maxCalls(question, groupSize);
       return { input_tokens: calls * (bodyBytes + 256), output_tokens: calls };
     },
     async answer(call): Promise<UpstreamOutcome> {
+      const tally: Tally = { usage: { input_tokens: 0, output_tokens: 0 }, ids: [], labelMass: 1 };
       const entries = Object.entries(call.request.questions);
-      const steps = await Promise.all(
-        entries.map(([, question]) => answerOne(call.request.state, question, call)),
-      );
-      let usage = NO_USAGE;
-      const answers: [string, unknown][] = [];
-      for (const [i, step] of steps.entries()) {
-        if (!step.ok) return { ok: false, failure: step.failure, detail: step.detail };
-        usage = addUsage(usage, step.usage);
-        const [id, question] = entries[i] as [string, Question];
-        answers.push([id, answerFromWeights(question, step.value)]);
+      try {
+        const answers = await Promise.all(
+          entries.map(([, question]) => answerOne(call.request.state, question, call, tally)),
+        );
+        return {
+          ok: true,
+          answers: Object.fromEntries(entries.map(([id], i) => [id, answers[i]])),
+          usage: tally.usage,
+          labelMass: tally.labelMass,
+          ...(tally.ids.length > 0 && { upstreamRequestId: requestIds(tally.ids) }),
+        };
+      } catch (error) {
+        if (error instanceof CompletionFailed)
+          return { ok: false, failure: error.failure, detail: error.detail };
+        throw error;
       }
-      return { ok: true, answers: Object.fromEntries(answers), usage };
     },
     close: http.close,
   };
 }
 
-type Completion = { ok: true; top: TopLogprob[]; usage: Usage } | { ok: false; reason: string };
+/** The completion ids for the log line: all of them, up to ten. */
+function requestIds(ids: readonly string[]): string {
+  return ids.length <= 10 ? ids.join(',') : `${ids.slice(0, 10).join(',')},…(+${ids.length - 10})`;
+}
 
-/** `choices[0].logprobs.content[0].top_logprobs` and `usage` of a chat completion. */
-function readCompletion(body: unknown): Completion {
+type Completion =
+  | { ok: true; top: TopLogprob[]; usage: Usage; id: string | undefined }
+  | { ok: false; reason: string };
+
+/** `choices[0].logprobs.content[0].top_logprobs`, `usage` and the completion `id` of a chat completion. */
+export function readCompletion(body: unknown): Completion {
   if (!isPlainObject(body) || !Array.isArray(body.choices) || !isPlainObject(body.choices[0])) {
     return { ok: false, reason: 'the upstream returned an invalid answer: no choices in the completion' };
   }
@@ -177,6 +178,7 @@ function readCompletion(body: unknown): Completion {
   }
   return {
     ok: true,
+    id: typeof body.id === 'string' && body.id !== '' ? body.id : undefined,
     top: entries,
     usage: { input_tokens: usage.prompt_tokens as number, output_tokens: usage.completion_tokens as number },
   };
