@@ -36,17 +36,21 @@ async function forwardWithAccounting(body: unknown, authorization: string | unde
   if (!reservation.ok) return { status: 402, text: reservation.code };
   const answer = await forward(body);
   const usage = (JSON.parse(answer.text) as { usage: { input_tokens: number } }).usage;
-  await store.settle(reservation.reservationId, {
-    requestId,
-    keyId: auth.key.id,
-    creditsMicro: usage.input_tokens * 1000,
-    inputTokens: usage.input_tokens,
-    outputTokens: 0,
-    questions: 0,
-    status: answer.status,
-    elapsedMs: 0,
-    at: Date.now(),
-  });
+  await store.settle(
+    reservation.reservationId,
+    {
+      requestId,
+      keyId: auth.key.id,
+      creditsMicro: usage.input_tokens * 1000,
+      inputTokens: usage.input_tokens,
+      outputTokens: 0,
+      questions: 0,
+      status: answer.status,
+      elapsedMs: 0,
+      at: Date.now(),
+    },
+    0,
+  );
   return answer;
 }
 

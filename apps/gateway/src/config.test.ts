@@ -14,8 +14,11 @@ describe('loadConfig', () => {
       upstream: { kind: 'lexical', timeoutMs: 10_000, maxRetries: 2 },
       pricing: { creditsPer1kInput: 1, creditsPer1kOutput: 0 },
       logLevel: 'info',
+      database: { kind: 'sqlite', path: './data/gateway.db' },
+      redis: undefined,
+      requestTimeoutMs: 30_000,
+      shutdownTimeoutMs: 30_000,
     });
-    expect(loaded.config.databasePath.endsWith('/data/gateway.db')).toBe(true);
   });
 
   it('reads every variable and treats empty ones as unset', () => {
@@ -34,7 +37,7 @@ describe('loadConfig', () => {
     expect(loaded.config).toMatchObject({
       port: 9000,
       host: '0.0.0.0',
-      databasePath: '/tmp/x.db',
+      database: { kind: 'sqlite', path: '/tmp/x.db' },
       embeddedDatabase: false,
       rateLimitPerMinute: 0,
       upstream: { timeoutMs: 2500 },
@@ -67,15 +70,32 @@ describe('loadConfig', () => {
     expect(ok.ok && ok.config.upstream).toMatchObject({ kind: 'openai', topLogprobs: 20, model: 'qwen' });
   });
 
+  it('reads PostgreSQL, its pool, Redis and the timeouts', () => {
+    const loaded = loadConfig({
+      DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/gateway',
+      DATABASE_POOL_SIZE: '4',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_KEY_PREFIX: 'gw1:',
+      REQUEST_TIMEOUT_MS: '5000',
+      SHUTDOWN_TIMEOUT_MS: '1000',
+    });
+    if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
+    expect(loaded.config).toMatchObject({
+      database: { kind: 'postgres', url: 'postgres://postgres@127.0.0.1:5432/gateway', poolSize: 4 },
+      embeddedDatabase: false,
+      redis: { url: 'redis://127.0.0.1:6379', keyPrefix: 'gw1:' },
+      requestTimeoutMs: 5000,
+      shutdownTimeoutMs: 1000,
+    });
+  });
+
   it.each([
     ['PORT', 'abc', 'PORT: must be a whole number'],
     ['PORT', '70000', 'PORT: must be at most 65535'],
     ['DATABASE_URL', 'mysql://x', 'DATABASE_URL: must be file:PATH'],
-    [
-      'DATABASE_URL',
-      'postgres://localhost/db',
-      'DATABASE_URL: PostgreSQL is not supported by this build yet',
-    ],
+    ['DATABASE_POOL_SIZE', '0', 'DATABASE_POOL_SIZE: must be at least 1'],
+    ['REDIS_URL', 'http://x', 'REDIS_URL: must be redis://… or rediss://…'],
+    ['REQUEST_TIMEOUT_MS', 'soon', 'REQUEST_TIMEOUT_MS: must be a whole number'],
     ['ADMIN_TOKEN', 'short', 'ADMIN_TOKEN: must be at least 16 characters'],
     ['RATE_LIMIT_PER_MINUTE', '-1', 'RATE_LIMIT_PER_MINUTE: must be a whole number'],
     ['UPSTREAM', 'magic', 'UPSTREAM: must be lexical, systemone or openai'],

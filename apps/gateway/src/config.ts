@@ -42,10 +42,17 @@ export const ConfigSchema = z
       .refine((url) => url.startsWith('file:') || /^postgres(ql)?:\/\//.test(url), {
         error: 'must be file:PATH (SQLite) or postgres://… (PostgreSQL)',
       })
-      .refine((url) => url.startsWith('file:'), {
-        error: 'PostgreSQL is not supported by this build yet; use file:PATH (SQLite)',
-      })
       .optional(),
+    /** PostgreSQL: connections in each instance's pool. */
+    DATABASE_POOL_SIZE: integer(10, 1, 1000),
+    REDIS_URL: z
+      .string()
+      .regex(/^rediss?:\/\//, { error: 'must be redis://… or rediss://…' })
+      .optional(),
+    /** Prefix of every Redis key the gateway writes, so several gateways can share one Redis. */
+    REDIS_KEY_PREFIX: z.string().default('dg:'),
+    REQUEST_TIMEOUT_MS: integer(30_000, 1, 3_600_000),
+    SHUTDOWN_TIMEOUT_MS: integer(30_000, 0, 3_600_000),
     ADMIN_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
     RATE_LIMIT_PER_MINUTE: integer(600, 0),
     UPSTREAM: z
@@ -76,10 +83,12 @@ export const ConfigSchema = z
   .transform((env) => ({
     port: env.PORT,
     host: env.HOST,
-    /** The SQLite file, relative to the working directory; `./data/gateway.db` when DATABASE_URL is unset. */
-    databasePath:
-      env.DATABASE_URL === undefined ? './data/gateway.db' : env.DATABASE_URL.slice('file:'.length),
+    database: databaseOf(env.DATABASE_URL, env.DATABASE_POOL_SIZE),
+    /** The embedded default (no DATABASE_URL): where the bootstrap key is made on first start. */
     embeddedDatabase: env.DATABASE_URL === undefined,
+    redis: env.REDIS_URL === undefined ? undefined : { url: env.REDIS_URL, keyPrefix: env.REDIS_KEY_PREFIX },
+    requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
+    shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     adminToken: env.ADMIN_TOKEN,
     rateLimitPerMinute: env.RATE_LIMIT_PER_MINUTE,
     upstream: {
@@ -102,6 +111,13 @@ export const ConfigSchema = z
 
 export type Config = z.output<typeof ConfigSchema>;
 
+/** Where keys, credits and usage live: a SQLite file (relative to the working directory) or PostgreSQL. */
+function databaseOf(url: string | undefined, poolSize: number) {
+  if (url === undefined) return { kind: 'sqlite', path: './data/gateway.db' } as const;
+  if (url.startsWith('file:')) return { kind: 'sqlite', path: url.slice('file:'.length) } as const;
+  return { kind: 'postgres', url, poolSize } as const;
+}
+
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
 
 /** Environment → configuration, or one line per bad variable naming it. */
@@ -117,4 +133,15 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
       (issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`,
     ),
   };
+}
+
+/** A database URL fit for a log line: the password masked. */
+export function withoutPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return 'postgres://…';
+  }
 }

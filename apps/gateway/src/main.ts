@@ -1,11 +1,12 @@
 import { ensureBootstrapKey } from './bootstrap.ts';
-import { loadConfig } from './config.ts';
+import { loadConfig, withoutPassword } from './config.ts';
 import { pricingFromCredits } from './core/credits.ts';
 import { buildGateway } from './http/server.ts';
 import { createKeyService } from './keys/key-service.ts';
 import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
-import { openSqliteStore } from './store/sqlite/sqlite-store.ts';
+import { createRedisRateLimiter, type SharedRateLimiter } from './rate-limit/redis-rate-limiter.ts';
+import { openStore } from './store/open-store.ts';
 import { createUpstream } from './upstreams/create-upstream.ts';
 
 const loaded = loadConfig(process.env);
@@ -15,7 +16,10 @@ if (!loaded.ok) {
 }
 const config = loaded.config;
 const logger = createLogger(config.logLevel);
-const store = openSqliteStore(config.databasePath);
+const store = await openStore(config.database).catch((error: Error) => {
+  logger.fatal({ err: error }, 'the database could not be opened');
+  process.exit(1);
+});
 
 if (config.embeddedDatabase) {
   const key = await ensureBootstrapKey(store, createKeyService(store));
@@ -29,6 +33,31 @@ if (config.embeddedDatabase) {
 }
 
 const metrics = createMetrics();
+
+// SPEC §10: with REDIS_URL every instance shares one bucket per key; without, each has its own.
+let rateLimiter: SharedRateLimiter | undefined;
+if (config.redis !== undefined) {
+  let lastWarning = 0;
+  rateLimiter = createRedisRateLimiter({
+    ...config.redis,
+    onUnavailable(error) {
+      metrics.rateLimitUnavailable.inc();
+      // Fail open, and say so at most every 10 s rather than on every request.
+      if (Date.now() - lastWarning > 10_000) {
+        lastWarning = Date.now();
+        logger.warn({ err: error }, 'Redis cannot be reached: rate limits are not enforced until it is back');
+      }
+    },
+  });
+  await rateLimiter.connect().catch((error: Error) => {
+    logger.warn({ err: error }, 'Redis cannot be reached at start: rate limits are not enforced until it is');
+  });
+} else if (config.database.kind === 'postgres') {
+  logger.warn(
+    'PostgreSQL without REDIS_URL: rate limits are per instance, so N instances allow N times a key’s limit',
+  );
+}
+
 const upstream = createUpstream(config.upstream, logger, { metrics });
 const gateway = buildGateway({
   store,
@@ -39,6 +68,7 @@ const gateway = buildGateway({
   upstreamTimeoutMs: config.upstream.timeoutMs,
   adminToken: config.adminToken,
   metrics,
+  ...(rateLimiter && { rateLimiter }),
 });
 
 const address = await gateway.app.listen({ port: config.port, host: config.host });
@@ -46,7 +76,8 @@ logger.info(
   {
     address,
     upstream: upstream.name,
-    database: config.databasePath,
+    database: config.database.kind === 'sqlite' ? config.database.path : withoutPassword(config.database.url),
+    redis: config.redis !== undefined,
     admin: config.adminToken !== undefined,
   },
   'gateway listening',
@@ -60,6 +91,7 @@ async function shutdown(signal: string) {
   try {
     await gateway.drain();
     await upstream.close?.();
+    await rateLimiter?.close();
     await store.close();
     logger.info('stopped');
     await new Promise<void>((resolve) => logger.flush(() => resolve()));

@@ -68,6 +68,11 @@ export function createMetrics() {
       help: 'Requests refused by the per-key rate limit',
       registers: [registry],
     }),
+    rateLimitUnavailable: new Counter({
+      name: 'dg_rate_limit_unavailable_total',
+      help: "Requests let through unlimited because the rate limiter's Redis could not be asked (fail open)",
+      registers: [registry],
+    }),
     /** Report an upstream's circuit state on every scrape. */
     watchCircuit(upstream: string, state: () => keyof typeof CIRCUIT_VALUE) {
       circuits.set(upstream, state);

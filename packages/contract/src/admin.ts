@@ -77,6 +77,22 @@ export const UsageReport = z
   .meta({ id: 'UsageReport' });
 export type UsageReport = z.infer<typeof UsageReport>;
 
+export const KeyListQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  cursor: z.string().min(1).max(500).optional().meta({ description: 'The nextCursor of the previous page.' }),
+});
+
+export const KeyList = z
+  .strictObject({
+    keys: z.array(KeyObject).meta({ description: 'Newest first.' }),
+    nextCursor: z
+      .string()
+      .nullable()
+      .meta({ description: 'Pass as cursor for the next page; null on the last.' }),
+  })
+  .meta({ id: 'KeyList' });
+export type KeyList = z.infer<typeof KeyList>;
+
 export const UsageQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).default(20),
 });

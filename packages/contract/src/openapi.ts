@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AdjustCreditsBody, CreatedKey, CreateKeyBody, KeyObject, UsageReport } from './admin.ts';
+import { AdjustCreditsBody, CreatedKey, CreateKeyBody, KeyList, KeyObject, UsageReport } from './admin.ts';
 import { EvaluationData } from './answer.ts';
 import { ErrorEnvelope, successEnvelope } from './envelope.ts';
 import { ERROR_TABLE, ERROR_TYPES } from './errors.ts';
@@ -24,7 +24,7 @@ const envelopes = {
   ModelListEnvelope: successEnvelope(ModelList),
   KeyEnvelope: successEnvelope(KeyObject),
   CreatedKeyEnvelope: successEnvelope(CreatedKey),
-  KeyListEnvelope: successEnvelope(z.strictObject({ keys: z.array(KeyObject) })),
+  KeyListEnvelope: successEnvelope(KeyList),
   UsageReportEnvelope: successEnvelope(UsageReport),
   HealthEnvelope: successEnvelope(z.strictObject({ status: z.string() })),
 };
@@ -269,9 +269,21 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
         get: {
           operationId: 'listKeys',
           tags: ['Admin'],
-          summary: 'List API keys',
+          summary: 'List API keys, newest first, a page at a time (follow nextCursor until null)',
           security: admin,
-          responses: { '200': ok('KeyListEnvelope'), ...errorResponses(AUTH_ERRORS) },
+          parameters: [
+            {
+              name: 'limit',
+              in: 'query',
+              required: false,
+              schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+            },
+            { name: 'cursor', in: 'query', required: false, schema: { type: 'string' } },
+          ],
+          responses: {
+            '200': ok('KeyListEnvelope'),
+            ...errorResponses([...AUTH_ERRORS, 'invalid_request']),
+          },
         },
       },
       '/admin/keys/{id}': {

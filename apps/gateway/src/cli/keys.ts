@@ -2,19 +2,20 @@ import { parseArgs } from 'node:util';
 import {
   AdjustCreditsBody,
   CreateKeyBody,
+  KeyListQuery,
   type KeyObject,
   parseAdminInput,
   UsageQuery,
 } from '@decision-gateway/contract';
 import { loadConfig } from '../config.ts';
 import { createKeyService, type KeyResult } from '../keys/key-service.ts';
-import { openSqliteStore } from '../store/sqlite/sqlite-store.ts';
+import { openStore } from '../store/open-store.ts';
 
 const USAGE = `Usage: pnpm keys <command> [options]
 
 Commands (they act on the configured database directly, like the admin API):
   create --name NAME (--credits N | --unlimited) [--expires-at ISO-8601] [--rate-limit N]
-  list
+  list [--limit N] [--cursor C] [--all]   (newest first; --all follows every page)
   show ID
   credits ID AMOUNT          (negative AMOUNT removes credits)
   revoke ID
@@ -51,7 +52,7 @@ export async function runKeysCli(
     err(`Invalid configuration:\n${loaded.problems.map((p) => `  ${p}\n`).join('')}`);
     return 1;
   }
-  const store = openSqliteStore(loaded.config.databasePath);
+  const store = await openStore(loaded.config.database);
   const keys = createKeyService(store);
   const print = <T>(result: KeyResult<T>, text: (value: T) => string): number => {
     if (!result.ok) {
@@ -86,9 +87,26 @@ export async function runKeysCli(
         );
       }
       case 'list': {
-        const list = await keys.list();
-        return print({ ok: true, value: { keys: list } }, ({ keys: all }) =>
-          all.length === 0 ? 'no keys\n' : `${all.map(describeKey).join('\n\n')}\n`,
+        const query = parseAdminInput(KeyListQuery, {
+          ...(values.limit !== undefined && { limit: values.limit }),
+          ...(values.cursor !== undefined && { cursor: values.cursor }),
+        });
+        if (!query.ok) return invalid(query.error.message);
+        let page = await keys.list(query.value.limit, query.value.cursor);
+        if (values.all) {
+          // Every page, one request after another (each reads one page of the store), shown as one list.
+          const all: KeyObject[] = [];
+          while (page.ok) {
+            all.push(...page.value.keys);
+            if (page.value.nextCursor === null) break;
+            page = await keys.list(query.value.limit, page.value.nextCursor);
+          }
+          if (page.ok) page = { ok: true, value: { keys: all, nextCursor: null } };
+        }
+        return print(page, ({ keys: shown, nextCursor }) =>
+          shown.length === 0
+            ? 'no keys\n'
+            : `${shown.map(describeKey).join('\n\n')}\n${nextCursor === null ? '' : `\nmore: pnpm keys list --cursor ${nextCursor}\n`}`,
         );
       }
       case 'show':
@@ -142,6 +160,8 @@ function parse(argv: string[]) {
       'expires-at': { type: 'string' },
       'rate-limit': { type: 'string' },
       limit: { type: 'string' },
+      cursor: { type: 'string' },
+      all: { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -75,6 +75,8 @@ const STALE_SLACK_MS = 30_000;
  */
 export function createEvaluator(deps: EvaluationDeps) {
   const clock = deps.clock ?? Date.now;
+  /** Reservations created before this were left by a crashed process: they count nowhere (SPEC §7). */
+  const staleBefore = (now: number) => now - deps.upstreamTimeoutMs - STALE_SLACK_MS;
 
   async function fail(
     call: EvaluationCall,
@@ -148,13 +150,7 @@ export function createEvaluator(deps: EvaluationDeps) {
 
     const bound = costMicro(deps.upstream.usageBound(request, body.bytes), deps.pricing);
     const now = clock();
-    const reservation = await deps.store.reserve(
-      key.id,
-      call.requestId,
-      bound,
-      now,
-      now - deps.upstreamTimeoutMs - STALE_SLACK_MS,
-    );
+    const reservation = await deps.store.reserve(key.id, call.requestId, bound, now, staleBefore(now));
     if (!reservation.ok) {
       const error = failure(
         'insufficient_credits',
@@ -206,7 +202,7 @@ export function createEvaluator(deps: EvaluationDeps) {
     if (outcome.labelMass !== undefined) log.labelMass = outcome.labelMass;
     const cost = costMicro(usage.value, deps.pricing);
     const entry = usageEntry(call, key, usage.value, cost, 200, log.questions ?? 0);
-    const debited = await deps.store.settle(reservationId, entry);
+    const debited = await deps.store.settle(reservationId, entry, staleBefore(clock()));
     const creditsUsed = fromMicro(debited);
     log.creditsUsed = creditsUsed;
     return {

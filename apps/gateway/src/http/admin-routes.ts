@@ -2,6 +2,7 @@ import {
   AdjustCreditsBody,
   CreateKeyBody,
   failure,
+  KeyListQuery,
   LIMITS,
   parseAdminInput,
   UsageQuery,
@@ -54,7 +55,11 @@ export async function adminRoutes(app: FastifyInstance, opts: { adminToken: stri
     return reply(await opts.keys.create(body.value), res, 201);
   });
 
-  app.get('/admin/keys', async (_request, res) => sendSuccess(res, { keys: await opts.keys.list() }));
+  app.get('/admin/keys', async (request, res) => {
+    const query = parseAdminInput(KeyListQuery, request.query);
+    if (!query.ok) return sendFailure(res, query.error);
+    return reply(await opts.keys.list(query.value.limit, query.value.cursor), res);
+  });
 
   app.get<{ Params: { id: string } }>('/admin/keys/:id', async (request, res) =>
     reply(await opts.keys.get(request.params.id), res),

@@ -171,10 +171,11 @@ export function buildGateway(options: GatewayOptions): Gateway {
     return sendFailure(reply, gatewayFailure);
   });
 
+  const rateLimiter = options.rateLimiter ?? createMemoryRateLimiter();
   const evaluate = createEvaluator({
     store: options.store,
     upstream: options.upstream,
-    rateLimiter: options.rateLimiter ?? createMemoryRateLimiter(),
+    rateLimiter,
     pricing: options.pricing,
     defaultRateLimitPerMinute: options.rateLimitPerMinute,
     upstreamTimeoutMs: options.upstreamTimeoutMs,
@@ -191,15 +192,20 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.register(operationsRoutes, { metrics });
 
   app.get('/healthz', async (_request, reply) => sendSuccess(reply, { status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
+  // Readiness: the store can be written (and, on SQLite, is still the file it opened), and a shared
+  // rate limiter's Redis answers. A change of state is logged once, not on every probe.
+  let notReady: string | undefined;
+  app.get('/readyz', async (request, reply) => {
     // While draining, the onRequest hook answers 503 before this route runs.
-    try {
-      await options.store.ping();
+    const problem = await readinessProblem(options.store, rateLimiter);
+    if (problem === undefined) {
+      if (notReady !== undefined) request.log.info({ was: notReady }, 'ready again');
+      notReady = undefined;
       return sendSuccess(reply, { status: 'ready' });
-    } catch (error) {
-      reply.log.error({ err: error }, 'store unreachable');
-      return sendFailure(reply, failure('unavailable', 'the store is unreachable', { retryAfterMs: 1000 }));
     }
+    if (notReady !== problem) request.log.error({ problem }, 'not ready');
+    notReady = problem;
+    return sendFailure(reply, failure('unavailable', `not ready: ${problem}`, { retryAfterMs: 1000 }));
   });
 
   return {
@@ -209,6 +215,21 @@ export function buildGateway(options: GatewayOptions): Gateway {
       await app.close();
     },
   };
+}
+
+/** Why the gateway cannot serve now, or undefined when it can. */
+async function readinessProblem(store: Store, rateLimiter: RateLimiter): Promise<string | undefined> {
+  try {
+    await store.checkWritable();
+  } catch (error) {
+    return `the store cannot be written (${(error as Error).message})`;
+  }
+  try {
+    await rateLimiter.checkReachable?.();
+  } catch (error) {
+    return `the rate limiter's Redis cannot be reached (${(error as Error).message})`;
+  }
+  return undefined;
 }
 
 /** Every metric a finished request feeds, in one place. */

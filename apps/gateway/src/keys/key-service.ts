@@ -5,12 +5,13 @@ import {
   type CreateKeyBody,
   failure,
   type GatewayFailure,
+  type KeyList,
   type KeyObject,
   type UsageReport,
 } from '@decision-gateway/contract';
 import { generateApiKey } from '../auth/api-keys.ts';
 import { fromMicro, toMicro } from '../core/credits.ts';
-import type { KeyRecord, Store } from '../store/store.ts';
+import type { KeyCursor, KeyRecord, Store } from '../store/store.ts';
 
 export type KeyResult<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
 
@@ -29,6 +30,25 @@ export function keyObject(key: KeyRecord): KeyObject {
     revokedAt: iso(key.revokedAt),
     lastUsedAt: iso(key.lastUsedAt),
   };
+}
+
+/** Cursors are opaque to callers: the position (creation time, id) of the last key of a page. */
+function encodeCursor(cursor: KeyCursor): string {
+  return Buffer.from(JSON.stringify([cursor.createdAt, cursor.id])).toString('base64url');
+}
+
+function decodeCursor(text: string): KeyCursor | null {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      Number.isSafeInteger(value[0]) &&
+      typeof value[1] === 'string'
+    )
+      return { createdAt: value[0], id: value[1] };
+  } catch {}
+  return null;
 }
 
 const notFound = (id: string) => failure('not_found', `no key with id "${id}"`);
@@ -60,8 +80,23 @@ export function createKeyService(store: Store, clock: () => number = Date.now) {
       return { ok: true, value: { ...keyObject(record), key } };
     },
 
-    async list(): Promise<KeyObject[]> {
-      return (await store.listKeys()).map(keyObject);
+    /** One page of keys, newest first; `cursor` is the `nextCursor` of the page before. */
+    async list(limit: number, cursor?: string): Promise<KeyResult<KeyList>> {
+      const after = cursor === undefined ? undefined : decodeCursor(cursor);
+      if (after === null) {
+        const message = 'is not a cursor this gateway gave out';
+        return {
+          ok: false,
+          error: failure('invalid_request', `cursor: ${message}`, {
+            issues: [{ path: ['cursor'], message }],
+          }),
+        };
+      }
+      const page = await store.listKeys(limit, after);
+      return {
+        ok: true,
+        value: { keys: page.keys.map(keyObject), nextCursor: page.next && encodeCursor(page.next) },
+      };
     },
 
     async get(id: string): Promise<KeyResult<KeyObject>> {

@@ -2,11 +2,13 @@
 export type RateDecision = { ok: true } | { ok: false; retryAfterMs: number };
 
 /**
- * Per-key request limits. In-process now; the interface is async so a shared (Redis) limiter
- * can implement it for several instances.
+ * Per-key request limits: in-process (one instance) or in Redis (shared by every instance).
+ * `rate-limiter.test.ts` is the one contract both pass.
  */
 export interface RateLimiter {
   take(keyId: string, limitPerMinute: number, now: number): Promise<RateDecision>;
+  /** For limiters behind a service: resolves while it answers (readiness); rejects saying why. */
+  checkReachable?(): Promise<void>;
 }
 
 interface Bucket {

@@ -1,7 +1,8 @@
 /**
- * Persistence for keys, credits and usage. Every method is one atomic step, so a SQLite file
- * shared by several gateway processes (or, later, PostgreSQL) keeps SPEC §7's invariants.
- * Amounts are integer micro-credits; times are epoch milliseconds.
+ * Persistence for keys, credits and usage, implemented on SQLite (one file, embedded) and on
+ * PostgreSQL (any number of instances). Every method is one atomic step, so SPEC §7's invariants
+ * hold under any concurrency and across instances; `store.contract.ts` is the one test suite both
+ * implementations pass. Amounts are integer micro-credits; times are epoch milliseconds.
  */
 
 export interface KeyRecord {
@@ -55,6 +56,18 @@ export type ReserveResult =
   | { ok: true; reservationId: string | null }
   | { ok: false; code: 'insufficient_credits'; availableMicro: number };
 
+/** Where a page of keys (newest first) starts: after this key. */
+export interface KeyCursor {
+  createdAt: number;
+  id: string;
+}
+
+export interface KeyPage {
+  keys: KeyRecord[];
+  /** The cursor of the next page, or null when this page is the last. */
+  next: KeyCursor | null;
+}
+
 export type AdjustResult =
   | { ok: true; key: KeyRecord }
   | { ok: false; code: 'not_found' | 'unlimited' | 'would_go_negative' };
@@ -64,7 +77,8 @@ export interface Store {
   /** The key with this hash, as it stands now: a revocation anywhere is seen at once. */
   findKeyByHash(hash: string): Promise<KeyAuth | undefined>;
   getKey(id: string): Promise<KeyRecord | undefined>;
-  listKeys(): Promise<KeyRecord[]>;
+  /** Keys newest first, `limit` at a time, starting after `after` (SPEC §6). */
+  listKeys(limit: number, after?: KeyCursor): Promise<KeyPage>;
   countKeys(): Promise<number>;
   /** Add (or, negative, remove) credits; never below 0, never on an unlimited key. */
   adjustCredits(id: string, deltaMicro: number, at: number): Promise<AdjustResult>;
@@ -83,17 +97,27 @@ export interface Store {
     staleBefore: number,
   ): Promise<ReserveResult>;
   /**
-   * Debit the actual cost, capped at what the key can still cover, release the reservation and
-   * write the usage entry, in one step. Returns the micro-credits debited. `entry.requestId` names
-   * the request the reservation was made for.
+   * Debit the actual cost, capped at what the key can still cover beside its other live
+   * reservations (those created before `staleBefore` count nowhere, SPEC §7), release the
+   * reservation and write the usage entry, in one step. Returns the micro-credits debited.
+   * `entry.requestId` names the request the reservation was made for.
    */
-  settle(reservationId: string | null, entry: UsageEntry): Promise<number>;
+  settle(reservationId: string | null, entry: UsageEntry, staleBefore: number): Promise<number>;
   /** Release the reservation (if any) and write the usage entry of a failed request (0 credits). */
   release(reservationId: string | null, entry: UsageEntry): Promise<void>;
 
   usage(keyId: string, limit: number): Promise<{ totals: UsageTotals; recent: UsageEntry[] }>;
   /** Credits granted to a key minus its debits (what its balance must equal), for audits and tests. */
   ledgerBalance(keyId: string): Promise<number>;
-  ping(): Promise<void>;
+  /** Resolves when the store can be reached and written (readiness, SPEC §10); rejects saying why. */
+  checkWritable(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A page from `limit + 1` rows, newest first: the extra row only says that a next page exists. */
+export function pageOf(keys: KeyRecord[], limit: number): KeyPage {
+  if (keys.length <= limit) return { keys, next: null };
+  const page = keys.slice(0, limit);
+  const last = page[page.length - 1] as KeyRecord;
+  return { keys: page, next: { createdAt: last.createdAt, id: last.id } };
 }

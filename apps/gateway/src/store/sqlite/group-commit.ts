@@ -23,7 +23,7 @@ interface Pending {
  * in its own savepoint, so only the failing op fails: savepoints cost two statements per op, paid
  * only when needed. Ops must therefore be safe to run twice (a rolled-back run leaves no trace).
  */
-export function createGroupCommit(db: Database.Database) {
+export function createGroupCommit(db: Database.Database, beforeBatch: () => void = () => {}) {
   let queue: Pending[] = [];
   let scheduled = false;
 
@@ -55,6 +55,7 @@ export function createGroupCommit(db: Database.Database) {
     queue = [];
     let outcomes: Outcome[];
     try {
+      beforeBatch(); // e.g. the file is still the one opened: otherwise nothing of the batch runs
       try {
         outcomes = runPlain.immediate(batch);
       } catch (error) {
@@ -62,8 +63,8 @@ export function createGroupCommit(db: Database.Database) {
         outcomes = runIsolated.immediate(batch);
       }
     } catch (error) {
-      // The commit itself failed (e.g. the database stayed locked past busy_timeout): nothing
-      // of this batch happened.
+      // The commit itself failed (e.g. the database stayed locked past busy_timeout, or the file
+      // was removed): nothing of this batch happened.
       for (const op of batch) op.reject(error);
       return;
     }

@@ -52,4 +52,12 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX usage_records_key_at ON usage_records(key_id, at);
     `,
   },
+  {
+    version: 2,
+    name: 'readiness heartbeat',
+    sql: `
+      -- /readyz writes here: a store that can be read but not written is not ready.
+      CREATE TABLE heartbeat (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
+    `,
+  },
 ];

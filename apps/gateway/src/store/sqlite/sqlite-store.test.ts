@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,41 +52,33 @@ describe('SQLite store', () => {
     db.close();
   });
 
-  it('a late release of a reservation swept as stale leaves the newer one that took its row id', async () => {
-    const store = openSqliteStore(join(dir, 'g.db'));
-    await store.createKey({
-      id: 'key_1',
-      name: 'n',
-      prefix: 'dg_abc',
-      hash: 'h'.repeat(64),
-      creditsMicro: 1_000,
-      rateLimitPerMinute: null,
-      createdAt: 1,
-      expiresAt: null,
-    });
-    const now = Date.now();
-    const stalled = await store.reserve('key_1', 'req_stalled', 960, now - 3_600_000, 0);
-    // The next reservation sweeps the hour-old one and, the table being empty, reuses its row id.
-    const live = await store.reserve('key_1', 'req_live', 50, now, now - 60_000);
-    if (!stalled.ok || !live.ok) throw new Error('reserve failed');
-    expect(live.reservationId).toBe(stalled.reservationId);
-    await store.release(stalled.reservationId, {
-      requestId: 'req_stalled',
-      keyId: 'key_1',
-      creditsMicro: 0,
-      inputTokens: 0,
-      outputTokens: 0,
-      questions: 0,
-      status: 504,
-      elapsedMs: 0,
-      at: now,
-    });
-    // req_live still holds its 50.
-    expect(await store.reserve('key_1', 'req_next', 951, now, now - 60_000)).toMatchObject({
-      ok: false,
-      availableMicro: 950,
-    });
+  it('is not writable once its file is removed or replaced, and refuses writes then', async () => {
+    const path = join(dir, 'g.db');
+    const store = openSqliteStore(path);
+    await expect(store.checkWritable()).resolves.toBeUndefined();
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true });
+    await expect(store.checkWritable()).rejects.toThrow(/was removed/);
+    await expect(store.reserve('k', 'r', 1, Date.now(), 0)).rejects.toThrow(/was removed/);
+    // Another process starting meanwhile creates a new file at the path: still not ours.
+    const other = openSqliteStore(path);
+    await expect(store.checkWritable()).rejects.toThrow(/replaced/);
+    await other.close();
     await store.close();
+  });
+
+  it('is not writable on a read-only database file', async () => {
+    const path = join(dir, 'g.db');
+    const created = openSqliteStore(path);
+    await created.close();
+    // Read-only even for root: the immutable attribute (ext4 and most Linux file systems).
+    execFileSync('chattr', ['+i', path]);
+    try {
+      const store = openSqliteStore(path);
+      await expect(store.checkWritable()).rejects.toThrow(/readonly|read-only/i);
+      await store.close();
+    } finally {
+      execFileSync('chattr', ['-i', path]);
+    }
   });
 
   it('refuses a negative balance at the database level', async () => {

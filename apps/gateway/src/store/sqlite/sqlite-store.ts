@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type {
@@ -11,6 +11,7 @@ import type {
   UsageEntry,
   UsageTotals,
 } from '../store.ts';
+import { pageOf } from '../store.ts';
 import { createGroupCommit } from './group-commit.ts';
 import { MIGRATIONS } from './migrations.ts';
 
@@ -127,7 +128,11 @@ export function openSqliteStore(path: string): Store {
     /** Changes whenever another connection (a process, an instance, the CLI) commits a write. */
     dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
     keyById: db.prepare<[string], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`),
-    listKeys: db.prepare<[], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at, id`),
+    /** Newest first, after a cursor; one row more than asked says whether a next page exists. */
+    keysPage: db.prepare<{ createdAt: number; id: string; limit: number }, KeyRow>(
+      `SELECT ${KEY_COLUMNS} FROM api_keys WHERE (created_at, id) < (@createdAt, @id)
+       ORDER BY created_at DESC, id DESC LIMIT @limit`,
+    ),
     countKeys: db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM api_keys'),
     setCredits: db.prepare<[number, string]>('UPDATE api_keys SET credits_micro = ? WHERE id = ?'),
     revoke: db.prepare<[number, string]>(
@@ -172,7 +177,9 @@ export function openSqliteStore(path: string): Store {
     recentUsage: db.prepare<[string, number], UsageRow>(
       'SELECT * FROM usage_records WHERE key_id = ? ORDER BY at DESC, id DESC LIMIT ?',
     ),
-    ping: db.prepare('SELECT 1'),
+    heartbeat: db.prepare<[number]>(
+      'INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at',
+    ),
   };
 
   const createKey = db.transaction((key: NewKey) => {
@@ -192,7 +199,25 @@ export function openSqliteStore(path: string): Store {
     return { ok: true, key: toKey({ ...row, credits_micro: balance }) };
   });
 
-  const write = createGroupCommit(db);
+  /**
+   * The file this store opened must still be the one at its path: a file deleted or replaced
+   * under a running gateway would take every later write with it on restart. Checked before each
+   * write batch and by readiness.
+   */
+  const opened = path === ':memory:' ? undefined : statSync(path);
+  const assertSameFile = () => {
+    if (opened === undefined) return;
+    let now: ReturnType<typeof statSync>;
+    try {
+      now = statSync(path);
+    } catch {
+      throw new Error(`the database file ${path} was removed`);
+    }
+    if (now.ino !== opened.ino || now.dev !== opened.dev)
+      throw new Error(`the database file ${path} was replaced by another file`);
+  };
+
+  const write = createGroupCommit(db, assertSameFile);
 
   /**
    * Keys read for authentication, by hash, valid while no other connection has written to the
@@ -245,11 +270,11 @@ export function openSqliteStore(path: string): Store {
     return { ok: true, reservationId: String(id) };
   };
 
-  const settle = (reservationId: string | null, entry: UsageEntry): number => {
+  const settle = (reservationId: string | null, entry: UsageEntry, staleBefore: number): number => {
     if (reservationId !== null) sql.deleteReservation.run(Number(reservationId), entry.requestId);
-    // Every other reservation still counts here (stale ones are swept within a minute): the cap
-    // only bites when a cost exceeds its reservation, and then it errs in the caller's favour.
-    const row = sql.balance.get({ keyId: entry.keyId, since: 0 });
+    // Live reservations of other requests count against the cap; stale ones (left by a crashed
+    // process) count nowhere, even before the sweep removes them (SPEC §7).
+    const row = sql.balance.get({ keyId: entry.keyId, since: staleBefore });
     let debit = entry.creditsMicro;
     if (row && row.credits !== null) {
       // Never more than the key can still cover beside its other in-flight reservations.
@@ -280,8 +305,13 @@ export function openSqliteStore(path: string): Store {
       const row = sql.keyById.get(id);
       return row && toKey(row);
     },
-    async listKeys() {
-      return sql.listKeys.all().map(toKey);
+    async listKeys(limit, after) {
+      const rows = sql.keysPage.all({
+        createdAt: after?.createdAt ?? Number.MAX_SAFE_INTEGER,
+        id: after?.id ?? '',
+        limit: limit + 1,
+      });
+      return pageOf(rows.map(toKey), limit);
     },
     async countKeys() {
       return sql.countKeys.get()?.n ?? 0;
@@ -297,7 +327,7 @@ export function openSqliteStore(path: string): Store {
     },
     reserve: (keyId, requestId, amount, at, staleBefore) =>
       write(() => reserve(keyId, requestId, amount, at, staleBefore)),
-    settle: (reservationId, entry) => write(() => settle(reservationId, entry)),
+    settle: (reservationId, entry, staleBefore) => write(() => settle(reservationId, entry, staleBefore)),
     release: (reservationId, entry) => write(() => release(reservationId, entry)),
     async usage(keyId, limit) {
       const totals = sql.usageTotals.get(keyId);
@@ -312,8 +342,9 @@ export function openSqliteStore(path: string): Store {
     async ledgerBalance(keyId) {
       return sql.ledgerBalance.get(keyId, keyId)?.total ?? 0;
     },
-    async ping() {
-      sql.ping.get();
+    async checkWritable() {
+      assertSameFile();
+      sql.heartbeat.run(Date.now());
     },
     async close() {
       if (db.open) db.close();

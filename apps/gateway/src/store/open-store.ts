@@ -1,0 +1,11 @@
+import type { Config } from '../config.ts';
+import { openPostgresStore } from './postgres/postgres-store.ts';
+import { openSqliteStore } from './sqlite/sqlite-store.ts';
+import type { Store } from './store.ts';
+
+/** The store DATABASE_URL names (SPEC §10): a SQLite file, or PostgreSQL (migrated at open). */
+export async function openStore(database: Config['database']): Promise<Store> {
+  return database.kind === 'postgres'
+    ? openPostgresStore(database.url, { poolSize: database.poolSize })
+    : openSqliteStore(database.path);
+}

@@ -1,0 +1,279 @@
+import { describe, expect, it } from 'vitest';
+import type { NewKey, Store, UsageEntry } from './store.ts';
+
+/**
+ * The one contract every Store implementation passes (SQLite and PostgreSQL), including SPEC §7's
+ * invariants under concurrency across two connections to one database, as two instances have.
+ */
+export interface StoreFixture {
+  /** A store on a fresh, empty database. */
+  store: Store;
+  /** Another store on the same database: another instance of the gateway. */
+  openAnother(): Promise<Store>;
+  cleanup(): Promise<void>;
+}
+
+const MICRO = 1_000_000;
+let keys = 0;
+
+function newKey(overrides: Partial<NewKey> = {}): NewKey {
+  keys++;
+  return {
+    id: `key_${keys}_${Math.random().toString(36).slice(2, 8)}`,
+    name: `key ${keys}`,
+    prefix: 'dg_abcd',
+    hash: `${keys}-${Math.random()}`.padEnd(64, 'h'),
+    creditsMicro: 10 * MICRO,
+    rateLimitPerMinute: null,
+    createdAt: 1_000_000 + keys,
+    expiresAt: null,
+    ...overrides,
+  };
+}
+
+function entry(keyId: string, requestId: string, creditsMicro: number, at = Date.now()): UsageEntry {
+  return {
+    requestId,
+    keyId,
+    creditsMicro,
+    inputTokens: Math.floor(creditsMicro / 1000),
+    outputTokens: 0,
+    questions: 1,
+    status: 200,
+    elapsedMs: 3,
+    at,
+  };
+}
+
+export function storeContract(name: string, open: () => Promise<StoreFixture>) {
+  describe(`Store contract: ${name}`, () => {
+    async function withStore(run: (fixture: StoreFixture) => Promise<void>) {
+      const fixture = await open();
+      try {
+        await run(fixture);
+      } finally {
+        await fixture.cleanup();
+      }
+    }
+
+    it('creates keys, finds them by hash only, and counts them', () =>
+      withStore(async ({ store }) => {
+        const key = newKey({ rateLimitPerMinute: 7, expiresAt: 9_999_999_999_999 });
+        const created = await store.createKey(key);
+        expect(created).toMatchObject({ id: key.id, creditsMicro: 10 * MICRO, rateLimitPerMinute: 7 });
+        expect(await store.findKeyByHash(key.hash)).toEqual({
+          id: key.id,
+          prefix: 'dg_abcd',
+          rateLimitPerMinute: 7,
+          expiresAt: 9_999_999_999_999,
+          revokedAt: null,
+        });
+        expect(await store.findKeyByHash('no-such-hash')).toBeUndefined();
+        expect(await store.getKey('key_none')).toBeUndefined();
+        expect(await store.countKeys()).toBe(1);
+        expect(await store.ledgerBalance(key.id)).toBe(10 * MICRO);
+      }));
+
+    it('lists keys newest first, a page at a time, each key once', () =>
+      withStore(async ({ store }) => {
+        const created: string[] = [];
+        for (let i = 0; i < 25; i++) {
+          // Some share a creation time: the id orders them.
+          const key = newKey({ createdAt: 5_000 + Math.floor(i / 3) });
+          await store.createKey(key);
+          created.push(key.id);
+        }
+        const seen: string[] = [];
+        let page = await store.listKeys(10);
+        const sizes = [page.keys.length];
+        seen.push(...page.keys.map((k) => k.id));
+        while (page.next !== null) {
+          page = await store.listKeys(10, page.next);
+          sizes.push(page.keys.length);
+          seen.push(...page.keys.map((k) => k.id));
+        }
+        expect(sizes).toEqual([10, 10, 5]);
+        expect(new Set(seen).size).toBe(25);
+        expect(seen.sort()).toEqual([...created].sort());
+        const all = (await store.listKeys(100)).keys;
+        for (let i = 1; i < all.length; i++) {
+          const [a, b] = [all[i - 1], all[i]] as [(typeof all)[0], (typeof all)[0]];
+          expect(a.createdAt > b.createdAt || (a.createdAt === b.createdAt && a.id > b.id)).toBe(true);
+        }
+        expect((await store.listKeys(25)).next).toBeNull();
+      }));
+
+    it('adjusts credits in the ledger, never below 0 and never on an unlimited key', () =>
+      withStore(async ({ store }) => {
+        const key = newKey();
+        await store.createKey(key);
+        expect(await store.adjustCredits(key.id, -11 * MICRO, 1)).toEqual({
+          ok: false,
+          code: 'would_go_negative',
+        });
+        const adjusted = await store.adjustCredits(key.id, -4 * MICRO, 1);
+        expect(adjusted.ok && adjusted.key.creditsMicro).toBe(6 * MICRO);
+        expect(await store.ledgerBalance(key.id)).toBe(6 * MICRO);
+        expect(await store.adjustCredits('key_none', 1, 1)).toEqual({ ok: false, code: 'not_found' });
+        const unlimited = newKey({ creditsMicro: null });
+        await store.createKey(unlimited);
+        expect(await store.adjustCredits(unlimited.id, 1, 1)).toEqual({ ok: false, code: 'unlimited' });
+      }));
+
+    it('a revocation through one instance is seen by another on its next lookup', () =>
+      withStore(async ({ store, openAnother }) => {
+        const other = await openAnother();
+        try {
+          const key = newKey();
+          await store.createKey(key);
+          expect((await other.findKeyByHash(key.hash))?.revokedAt).toBeNull();
+          const revoked = await store.revokeKey(key.id, 42);
+          expect(revoked?.revokedAt).toBe(42);
+          expect((await other.findKeyByHash(key.hash))?.revokedAt).toBe(42);
+          // Revoking again keeps the first time.
+          expect((await other.revokeKey(key.id, 99))?.revokedAt).toBe(42);
+          expect(await store.revokeKey('key_none', 1)).toBeUndefined();
+        } finally {
+          await other.close();
+        }
+      }));
+
+    it('reserves against the balance minus live reservations; unlimited keys need none', () =>
+      withStore(async ({ store }) => {
+        const key = newKey({ creditsMicro: MICRO });
+        await store.createKey(key);
+        const now = Date.now();
+        const first = await store.reserve(key.id, 'r1', 700_000, now, now - 60_000);
+        expect(first.ok).toBe(true);
+        expect(await store.reserve(key.id, 'r2', 400_000, now, now - 60_000)).toEqual({
+          ok: false,
+          code: 'insufficient_credits',
+          availableMicro: 300_000,
+        });
+        if (!first.ok) return;
+        expect(await store.settle(first.reservationId, entry(key.id, 'r1', 650_000), now - 60_000)).toBe(
+          650_000,
+        );
+        expect((await store.getKey(key.id))?.creditsMicro).toBe(350_000);
+        const unlimited = newKey({ creditsMicro: null });
+        await store.createKey(unlimited);
+        expect(await store.reserve(unlimited.id, 'r3', 10 ** 12, now, 0)).toEqual({
+          ok: true,
+          reservationId: null,
+        });
+        expect(await store.settle(null, entry(unlimited.id, 'r3', 5), 0)).toBe(5);
+        expect(await store.reserve('key_none', 'r4', 1, now, 0)).toMatchObject({
+          ok: false,
+          availableMicro: 0,
+        });
+      }));
+
+    it('60 simultaneous requests from two instances on 2 credits: never below 0, ledger exact, one record each', () =>
+      withStore(async ({ store, openAnother }) => {
+        const other = await openAnother();
+        try {
+          const key = newKey({ creditsMicro: 2 * MICRO });
+          await store.createKey(key);
+          const now = Date.now();
+          const debits = await Promise.all(
+            Array.from({ length: 60 }, async (_, i) => {
+              const instance = i % 2 === 0 ? store : other;
+              const requestId = `burst_${i}`;
+              const reservation = await instance.reserve(key.id, requestId, 150_000, now, now - 60_000);
+              if (!reservation.ok) {
+                await instance.release(null, { ...entry(key.id, requestId, 0), status: 402 });
+                return 0;
+              }
+              // Actual costs vary around the reservation, sometimes above it.
+              const cost = 100_000 + (i % 7) * 10_000;
+              return instance.settle(reservation.reservationId, entry(key.id, requestId, cost), now - 60_000);
+            }),
+          );
+          const balance = (await store.getKey(key.id))?.creditsMicro as number;
+          const debited = debits.reduce((a, b) => a + b, 0);
+          expect(balance).toBeGreaterThanOrEqual(0);
+          expect(2 * MICRO - balance).toBe(debited);
+          expect(await store.ledgerBalance(key.id)).toBe(balance);
+          const usage = await store.usage(key.id, 1000);
+          expect(usage.totals.requests).toBe(60);
+          expect(usage.totals.creditsMicro).toBe(debited);
+          expect(debits.filter((d) => d > 0).length).toBeGreaterThanOrEqual(13);
+        } finally {
+          await other.close();
+        }
+      }));
+
+    it('a reservation left by a crash counts nowhere once stale: every later request pays in full', () =>
+      withStore(async ({ store }) => {
+        const key = newKey({ creditsMicro: 10 * MICRO });
+        await store.createKey(key);
+        const now = Date.now();
+        // A crashed process left 9.5 credits reserved a while ago; nothing will release them.
+        const dead = await store.reserve(key.id, 'dead', 9_500_000, now - 120_000, now - 180_000);
+        expect(dead.ok).toBe(true);
+        // While it is live it counts: only 0.5 credits are available. (This also runs the store's
+        // once-a-minute sweep while the reservation is live, so it stays in place below.)
+        expect(await store.reserve(key.id, 'early', MICRO, now - 1_000, now - 180_000)).toMatchObject({
+          ok: false,
+          availableMicro: 500_000,
+        });
+        const staleBefore = now - 60_000; // the dead reservation is now older than that
+        for (let i = 0; i < 3; i++) {
+          const live = await store.reserve(key.id, `live_${i}`, MICRO, now, staleBefore);
+          expect(live.ok).toBe(true);
+          if (!live.ok) return;
+          expect(await store.settle(live.reservationId, entry(key.id, `live_${i}`, MICRO), staleBefore)).toBe(
+            MICRO,
+          );
+        }
+        expect((await store.getKey(key.id))?.creditsMicro).toBe(7 * MICRO);
+        expect(await store.ledgerBalance(key.id)).toBe(7 * MICRO);
+      }));
+
+    it('a late release of a reservation swept as stale leaves the newer reservations alone', () =>
+      withStore(async ({ store }) => {
+        const key = newKey({ creditsMicro: 1_000 });
+        await store.createKey(key);
+        const now = Date.now();
+        const stalled = await store.reserve(key.id, 'req_stalled', 960, now - 3_600_000, 0);
+        const live = await store.reserve(key.id, 'req_live', 50, now, now - 60_000);
+        if (!stalled.ok || !live.ok) throw new Error('reserve failed');
+        await store.release(stalled.reservationId, { ...entry(key.id, 'req_stalled', 0), status: 504 });
+        // req_live still holds its 50.
+        expect(await store.reserve(key.id, 'req_next', 951, now, now - 60_000)).toMatchObject({
+          ok: false,
+          availableMicro: 950,
+        });
+      }));
+
+    it('a failed request releases its hold and leaves a usage record with 0 credits', () =>
+      withStore(async ({ store }) => {
+        const key = newKey({ creditsMicro: MICRO });
+        await store.createKey(key);
+        const now = Date.now();
+        const held = await store.reserve(key.id, 'failed', MICRO, now, now - 60_000);
+        if (!held.ok) throw new Error('reserve failed');
+        await store.release(held.reservationId, { ...entry(key.id, 'failed', 0, now), status: 502 });
+        expect((await store.reserve(key.id, 'next', MICRO, now, now - 60_000)).ok).toBe(true);
+        const usage = await store.usage(key.id, 10);
+        expect(usage.recent).toEqual([{ ...entry(key.id, 'failed', 0, now), status: 502 }]);
+        expect((await store.getKey(key.id))?.lastUsedAt).toBe(now);
+      }));
+
+    it('reports usage totals and the most recent records first, up to a limit', () =>
+      withStore(async ({ store }) => {
+        const key = newKey({ creditsMicro: null });
+        await store.createKey(key);
+        for (let i = 0; i < 5; i++)
+          await store.settle(null, entry(key.id, `u${i}`, 1000 * (i + 1), 100 + i), 0);
+        const usage = await store.usage(key.id, 2);
+        expect(usage.totals).toEqual({ requests: 5, creditsMicro: 15_000, inputTokens: 15, outputTokens: 0 });
+        expect(usage.recent.map((r) => r.requestId)).toEqual(['u4', 'u3']);
+      }));
+
+    it('is writable while healthy', () =>
+      withStore(async ({ store }) => {
+        await expect(store.checkWritable()).resolves.toBeUndefined();
+      }));
+  });
+}
