@@ -1,47 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { createLexicalUpstream } from '@decision-gateway/questions';
 import { describe, expect, it } from 'vitest';
+import { listeningAddress, startGatewayProcess } from './gateway-process.ts';
 import { bearer, get, post, sampleRequest, scriptedUpstream, sleep, startGateway } from './harness.ts';
 
-const appDir = resolve(import.meta.dirname, '..');
-const tsx = join(appDir, 'node_modules', '.bin', 'tsx');
-const main = join(appDir, 'src', 'main.ts');
-
-interface Running {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-function startProcess(cwd: string, env: Record<string, string>): Running {
-  const child = spawn(tsx, [main], { cwd, env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env } });
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (chunk) => {
-    out += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    err += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, stdout: () => out, stderr: () => err, exited };
-}
-
-async function listeningAddress(running: Running): Promise<string> {
-  for (let i = 0; i < 200; i++) {
-    const line = running
-      .stdout()
-      .split('\n')
-      .find((l) => l.includes('"gateway listening"'));
-    if (line) return JSON.parse(line).address;
-    await sleep(50);
-  }
-  throw new Error(`the gateway did not start:\n${running.stdout()}\n${running.stderr()}`);
-}
+const startProcess = startGatewayProcess;
 
 describe('process lifecycle (pnpm start)', () => {
   it('creates and prints the bootstrap key once, serves it, and exits cleanly on SIGTERM', async () => {

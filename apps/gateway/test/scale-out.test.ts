@@ -1,0 +1,210 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runKeysCli } from '../src/cli/keys.ts';
+import { openPostgresStore } from '../src/store/postgres/postgres-store.ts';
+import { type GatewayProcess, listeningAddress, startGatewayProcess } from './gateway-process.ts';
+import { ADMIN_TOKEN, bearer, get, post, sampleRequest, sleep } from './harness.ts';
+import { createTestDatabase, TEST_REDIS_URL } from './services.ts';
+
+// SPEC §10 "Several instances": three gateway processes on one PostgreSQL database and one Redis
+// behave as one gateway.
+
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let cwd: string;
+const prefix = `dg-test-${randomUUID()}:`;
+const instances: GatewayProcess[] = [];
+const urls: string[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  cwd = mkdtempSync(join(tmpdir(), 'dg-scale-'));
+  // All three start at once: their migrations meet the advisory lock.
+  for (let i = 0; i < 3; i++) {
+    instances.push(
+      startGatewayProcess(cwd, {
+        DATABASE_URL: database.url,
+        DATABASE_POOL_SIZE: '5',
+        REDIS_URL: TEST_REDIS_URL,
+        REDIS_KEY_PREFIX: prefix,
+        ADMIN_TOKEN,
+        RATE_LIMIT_PER_MINUTE: '0',
+      }),
+    );
+  }
+  urls.push(...(await Promise.all(instances.map((instance) => listeningAddress(instance, 60_000)))));
+}, 90_000);
+
+afterAll(async () => {
+  for (const instance of instances) {
+    instance.child.kill('SIGTERM');
+    await instance.exited;
+  }
+  await database?.drop();
+  const redis = new Redis(TEST_REDIS_URL);
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length > 0) await redis.del(...keys);
+  redis.disconnect();
+  if (cwd) rmSync(cwd, { recursive: true, force: true });
+});
+
+const admin = bearer(ADMIN_TOKEN);
+
+async function createKey(at: string, body: Record<string, unknown>) {
+  const created = await post(at, '/admin/keys', { name: 'scale', ...body }, admin);
+  expect(created.status).toBe(201);
+  return created.body.data as { id: string; key: string };
+}
+
+describe('three instances on one PostgreSQL and one Redis', () => {
+  it('all started at once on one database (migrations under the advisory lock) and none warned about per-instance limits', async () => {
+    for (const instance of instances) {
+      expect(instance.logs().some((l) => String(l.msg).includes('rate limits are per instance'))).toBe(false);
+    }
+    for (const url of urls) expect((await get(url, '/readyz')).status).toBe(200);
+  });
+
+  it('keeps credits exact under a concurrent burst across the instances, with a usage record each', async () => {
+    const { id, key } = await createKey(urls[0] as string, { credits: 2 });
+    const responses = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        post(urls[i % 3] as string, '/v1/systemone', sampleRequest(), bearer(key)),
+      ),
+    );
+    const ok = responses.filter((r) => r.status === 200);
+    expect(ok.length).toBeGreaterThan(0);
+    expect(responses.every((r) => r.status === 200 || r.body.code === 40200)).toBe(true);
+    const charged = ok.reduce((sum, r) => sum + r.body.data.creditsUsed, 0);
+    const shown = await get(urls[1] as string, `/admin/keys/${id}`, admin);
+    const balance = shown.body.data.credits as number;
+    expect(balance).toBeGreaterThanOrEqual(0);
+    expect(2 - balance).toBeCloseTo(charged, 6);
+    const usage = await get(urls[2] as string, `/admin/keys/${id}/usage?limit=1000`, admin);
+    expect(usage.body.data.totals.requests).toBe(60);
+    expect(usage.body.data.totals.creditsUsed).toBeCloseTo(charged, 6);
+    const store = await openPostgresStore(database.url, { poolSize: 1 });
+    try {
+      expect(await store.ledgerBalance(id)).toBe(Math.round(balance * 1e6));
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('refuses a key revoked through one instance at the others on their next request', async () => {
+    const { id, key } = await createKey(urls[0] as string, { credits: 10 });
+    for (const url of urls)
+      expect((await post(url, '/v1/systemone', sampleRequest(), bearer(key))).status).toBe(200);
+    expect((await post(urls[0] as string, `/admin/keys/${id}/revoke`, undefined, admin)).status).toBe(200);
+    for (const url of urls) {
+      const refused = await post(url, '/v1/systemone', sampleRequest(), bearer(key));
+      expect(refused.status).toBe(401);
+      expect(refused.body.code).toBe(40101);
+    }
+  });
+
+  it('shares one rate-limit bucket per key across all three', async () => {
+    const { key } = await createKey(urls[0] as string, { credits: null, rateLimitPerMinute: 6 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      statuses.push(
+        (await post(urls[i % 3] as string, '/v1/systemone', sampleRequest(), bearer(key))).status,
+      );
+    }
+    expect(statuses.filter((s) => s === 200)).toHaveLength(6);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(6);
+  });
+
+  it('runs pnpm keys against the same database', async () => {
+    let out = '';
+    const env = { DATABASE_URL: database.url };
+    const code = await runKeysCli(
+      ['create', '--name', 'from-cli', '--credits', '3', '--json'],
+      env,
+      (t) => {
+        out += t;
+      },
+      () => {},
+    );
+    expect(code).toBe(0);
+    const created = JSON.parse(out);
+    const served = await post(urls[2] as string, '/v1/systemone', sampleRequest(), bearer(created.key));
+    expect(served.status).toBe(200);
+    out = '';
+    expect(
+      await runKeysCli(
+        ['list', '--limit', '2', '--json'],
+        env,
+        (t) => {
+          out += t;
+        },
+        () => {},
+      ),
+    ).toBe(0);
+    const page = JSON.parse(out);
+    expect(page.keys).toHaveLength(2);
+    expect(page.keys[0].id).toBe(created.id);
+    expect(typeof page.nextCursor).toBe('string');
+  });
+});
+
+describe('a PostgreSQL gateway whose database goes away', () => {
+  let proxy: Server;
+  let proxyUrl: string;
+  const sockets = new Set<Socket>();
+  let instance: GatewayProcess;
+  let url: string;
+  let accepting = true;
+
+  beforeAll(async () => {
+    // A TCP relay to the real server that the test can cut: the database "goes away" for real.
+    const target = new URL(database.url);
+    proxy = createServer((client) => {
+      if (!accepting) return client.destroy();
+      const server = connect(Number(target.port || 5432), target.hostname);
+      client.pipe(server).pipe(client);
+      for (const socket of [client, server]) {
+        sockets.add(socket);
+        socket.on('error', () => {});
+        socket.on('close', () => sockets.delete(socket));
+      }
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const proxied = new URL(database.url);
+    proxied.port = String((proxy.address() as { port: number }).port);
+    proxied.hostname = '127.0.0.1';
+    proxyUrl = proxied.toString();
+    instance = startGatewayProcess(cwd, { DATABASE_URL: proxyUrl, ADMIN_TOKEN });
+    url = await listeningAddress(instance, 60_000);
+  }, 90_000);
+
+  afterAll(async () => {
+    instance?.child.kill('SIGKILL');
+    await instance?.exited;
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => proxy?.close(resolve));
+  });
+
+  it('warns that limits are per instance without REDIS_URL, answers /readyz 503 while the database is gone, and recovers', async () => {
+    expect(instance.logs().some((l) => String(l.msg).includes('rate limits are per instance'))).toBe(true);
+    expect((await get(url, '/readyz')).status).toBe(200);
+    accepting = false;
+    for (const socket of sockets) socket.destroy();
+    const down = await get(url, '/readyz');
+    expect(down.status).toBe(503);
+    expect(down.body.code).toBe(50300);
+    expect(down.body.message).toContain('the store cannot be written');
+    accepting = true;
+    let status = 0;
+    for (let i = 0; i < 40 && status !== 200; i++) {
+      await sleep(250);
+      status = (await get(url, '/readyz')).status;
+    }
+    expect(status).toBe(200);
+    const notReadyLines = instance.logs().filter((l) => l.msg === 'not ready');
+    expect(notReadyLines).toHaveLength(1);
+  });
+});
