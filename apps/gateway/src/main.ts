@@ -68,6 +68,8 @@ const gateway = buildGateway({
   upstreamTimeoutMs: config.upstream.timeoutMs,
   adminToken: config.adminToken,
   metrics,
+  requestTimeoutMs: config.requestTimeoutMs,
+  shutdownTimeoutMs: config.shutdownTimeoutMs,
   ...(rateLimiter && { rateLimiter }),
 });
 
@@ -87,8 +89,13 @@ let stopping = false;
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
-  logger.info({ signal }, 'draining: finishing in-flight requests');
+  logger.info(
+    { signal, shutdownTimeoutMs: config.shutdownTimeoutMs },
+    'draining: finishing in-flight requests',
+  );
   try {
+    // Within SHUTDOWN_TIMEOUT_MS, whatever clients do: past it every connection is closed and
+    // every reservation still held is released (SPEC §10).
     await gateway.drain();
     await upstream.close?.();
     await rateLimiter?.close();

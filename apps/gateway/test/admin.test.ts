@@ -172,6 +172,57 @@ describe('admin API (SPEC §6)', () => {
   });
 });
 
+describe('GET /admin/keys pages (SPEC §6)', () => {
+  it('returns keys newest first, limit at a time (100 by default, at most 1000), following nextCursor', async () => {
+    const gw = await startGateway({ adminToken: ADMIN_TOKEN });
+    try {
+      const created: string[] = [];
+      for (let i = 0; i < 230; i++) created.push((await gw.createKey()).id);
+      const first = await get(gw.url, '/admin/keys', admin);
+      expect(first.body.data.keys).toHaveLength(100);
+      expect(typeof first.body.data.nextCursor).toBe('string');
+      const listed: { id: string; createdAt: string }[] = [...first.body.data.keys];
+      let cursor: string | null = first.body.data.nextCursor;
+      while (cursor !== null) {
+        const page = await get(gw.url, `/admin/keys?limit=100&cursor=${encodeURIComponent(cursor)}`, admin);
+        expect(page.status).toBe(200);
+        listed.push(...page.body.data.keys);
+        cursor = page.body.data.nextCursor;
+      }
+      expect(listed).toHaveLength(230);
+      expect(new Set(listed.map((k) => k.id))).toEqual(new Set(created));
+      // Newest first, across every page.
+      const times = listed.map((k) => Date.parse(k.createdAt));
+      expect(times).toEqual([...times].sort((a, b) => b - a));
+      const small = await get(gw.url, '/admin/keys?limit=7', admin);
+      expect(small.body.data.keys).toHaveLength(7);
+      const all = await get(gw.url, '/admin/keys?limit=1000', admin);
+      expect(all.body.data).toMatchObject({ nextCursor: null });
+      expect(all.body.data.keys).toHaveLength(230);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it.each([
+    ['limit=0', 'limit'],
+    ['limit=1001', 'limit'],
+    ['limit=ten', 'limit'],
+    ['cursor=not-a-cursor', 'cursor'],
+    ['page=2', ''],
+  ])('refuses ?%s with 40001 naming the parameter', async (query, name) => {
+    const gw = await startGateway({ adminToken: ADMIN_TOKEN });
+    try {
+      const refused = await get(gw.url, `/admin/keys?${query}`, admin);
+      expect(refused.status).toBe(400);
+      expect(refused.body.code).toBe(40001);
+      if (name) expect(refused.body.error.issues[0].path).toEqual([name]);
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
 describe('admin API switched off', () => {
   it('answers 404 on every admin path when ADMIN_TOKEN is unset', async () => {
     const gw = await startGateway();

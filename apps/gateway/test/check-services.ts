@@ -20,7 +20,11 @@ export async function servicesProblems(): Promise<string[]> {
   } finally {
     await sql.end({ timeout: 1 }).catch(() => {});
   }
-  const redis = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 5000 });
+  const redis = new Redis(TEST_REDIS_URL, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 5000,
+  });
   redis.on('error', () => {});
   try {
     await redis.connect();
@@ -39,12 +43,16 @@ export async function servicesProblems(): Promise<string[]> {
 /** Vitest globalSetup: stop before any test when a service is missing. */
 export default async function setup() {
   const problems = await servicesProblems();
-  if (problems.length > 0) throw new Error(`The test suite needs PostgreSQL and Redis:\n  ${problems.join('\n  ')}`);
+  if (problems.length > 0)
+    throw new Error(`The test suite needs PostgreSQL and Redis:\n  ${problems.join('\n  ')}`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const problems = await servicesProblems();
   for (const problem of problems) process.stderr.write(`ci: ${problem}\n`);
-  if (problems.length === 0) process.stdout.write(`services: PostgreSQL (${TEST_DATABASE_URL}) and Redis (${TEST_REDIS_URL}) answer\n`);
+  if (problems.length === 0)
+    process.stdout.write(
+      `services: PostgreSQL (${TEST_DATABASE_URL}) and Redis (${TEST_REDIS_URL}) answer\n`,
+    );
   process.exit(problems.length === 0 ? 0 : 1);
 }

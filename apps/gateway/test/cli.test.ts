@@ -69,6 +69,23 @@ describe('pnpm keys CLI', () => {
     expect(list.stdout).not.toMatch(/dg_[A-Za-z0-9_-]{43}/);
   });
 
+  it('lists a page at a time (--limit, --cursor) or every page (--all)', async () => {
+    for (let i = 0; i < 5; i++) await cli('create', '--name', `k${i}`, '--credits', '1');
+    const first = await cli('list', '--limit', '2', '--json');
+    expect(first.json().keys).toHaveLength(2);
+    const cursor = first.json().nextCursor as string;
+    const second = await cli('list', '--limit', '2', '--cursor', cursor, '--json');
+    expect(second.json().keys).toHaveLength(2);
+    expect(second.json().keys[0].id).not.toBe(first.json().keys[0].id);
+    const text = await cli('list', '--limit', '2');
+    expect(text.stdout).toContain(`more: pnpm keys list --cursor `);
+    const all = await cli('list', '--limit', '2', '--all', '--json');
+    expect(all.json().keys).toHaveLength(5);
+    expect(all.json().nextCursor).toBeNull();
+    expect((await cli('list', '--cursor', 'nonsense')).code).toBe(2);
+    expect((await cli('list', '--limit', '0')).stderr).toContain('limit');
+  });
+
   it('refuses bad arguments with exit code 2 and a message', async () => {
     expect((await cli('create', '--name', 'x')).stderr).toContain('--credits N or --unlimited');
     expect((await cli('create', '--name', 'x', '--credits', '-1')).stderr).toContain(

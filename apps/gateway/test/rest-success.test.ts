@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { MODEL_ID } from '@decision-gateway/contract';
 import { lexicalUsage } from '@decision-gateway/questions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -106,6 +107,26 @@ describe('POST /v1/systemone success', () => {
   it('answers /healthz and /readyz', async () => {
     expect((await get(gw.url, '/healthz')).body).toMatchObject({ code: 0, data: { status: 'ok' } });
     expect((await get(gw.url, '/readyz')).body).toMatchObject({ code: 0, data: { status: 'ready' } });
+  });
+
+  it('is not ready once its SQLite files are deleted under it (logged once), and writes nothing more', async () => {
+    const own = await startGateway();
+    try {
+      const { key } = await own.createKey({ credits: 10 });
+      expect((await post(own.url, '/v1/systemone', sampleRequest(), bearer(key))).status).toBe(200);
+      for (const suffix of ['', '-wal', '-shm']) rmSync(`${own.dbPath}${suffix}`, { force: true });
+      for (let i = 0; i < 3; i++) {
+        const ready = await get(own.url, '/readyz');
+        expect(ready.status).toBe(503);
+        expect(ready.body).toMatchObject({ code: 50300, error: { type: 'unavailable' } });
+        expect(ready.body.message).toContain('was removed');
+      }
+      expect(own.logs.filter((line) => line.includes('"not ready"'))).toHaveLength(1);
+      // An evaluation can no longer be recorded, so it is not served.
+      expect((await post(own.url, '/v1/systemone', sampleRequest(), bearer(key))).status).toBe(500);
+    } finally {
+      await own.close();
+    }
   });
 
   it('writes one log line per request with its id, never the key', async () => {

@@ -93,6 +93,7 @@ export async function runKeysCli(
         });
         if (!query.ok) return invalid(query.error.message);
         let page = await keys.list(query.value.limit, query.value.cursor);
+        if (!page.ok) return invalid(page.error.message); // a cursor this gateway did not give
         if (values.all) {
           // Every page, one request after another (each reads one page of the store), shown as one list.
           const all: KeyObject[] = [];

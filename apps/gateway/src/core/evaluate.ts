@@ -65,18 +65,47 @@ export type EvaluationOutcome =
   | { ok: false; failure: GatewayFailure; log: EvaluationLog };
 
 const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
-/** Reservations outlive the deadline by this much before they count as left by a crash. */
-const STALE_SLACK_MS = 30_000;
+/**
+ * A reservation lives from just before the upstream call to just after it, so never much longer
+ * than the upstream deadline. One older than twice the deadline (and at least a second more) was
+ * left by a crashed process: from then on it counts nowhere (SPEC §7).
+ */
+const staleAfterMs = (upstreamTimeoutMs: number) => upstreamTimeoutMs + Math.max(1_000, upstreamTimeoutMs);
 
 /**
  * The one evaluation path (SPEC §§1–8) both doors call: authenticate → rate limit → media type →
  * JSON → validate → reserve credits → upstream → check answers → settle. Checks run in SPEC §4's
  * precedence; a failed request is never charged; every authenticated request leaves a usage entry.
  */
-export function createEvaluator(deps: EvaluationDeps) {
+export type Evaluate = (call: EvaluationCall) => Promise<EvaluationOutcome>;
+
+export interface Evaluator {
+  evaluate: Evaluate;
+  /**
+   * For a shutdown that can wait no longer (SPEC §10): release every reservation still held, each
+   * with a usage record (status 503), and make sure those requests are never settled afterwards.
+   * Returns how many were released.
+   */
+  abandonInFlight(): Promise<number>;
+}
+
+/** A request between its reservation and its settlement. */
+interface Flight {
+  key: KeyAuth;
+  reservationId: string | null;
+  questions: number;
+  abandoned: boolean;
+  /** Its settlement has begun: a shutdown lets it finish rather than release it. */
+  settling: boolean;
+}
+
+export function createEvaluator(deps: EvaluationDeps): Evaluator {
   const clock = deps.clock ?? Date.now;
+  const flights = new Map<string, Flight>();
+  /** True once a shutdown released this request's hold: nothing more is written for it. */
+  const abandoned = (requestId: string) => flights.get(requestId)?.abandoned === true;
   /** Reservations created before this were left by a crashed process: they count nowhere (SPEC §7). */
-  const staleBefore = (now: number) => now - deps.upstreamTimeoutMs - STALE_SLACK_MS;
+  const staleBefore = (now: number) => now - staleAfterMs(deps.upstreamTimeoutMs);
 
   async function fail(
     call: EvaluationCall,
@@ -85,7 +114,7 @@ export function createEvaluator(deps: EvaluationDeps) {
     log: EvaluationLog,
     reservationId: string | null = null,
   ): Promise<EvaluationOutcome> {
-    if (key) {
+    if (key && !abandoned(call.requestId)) {
       await deps.store.release(
         reservationId,
         usageEntry(call, key, { input_tokens: 0, output_tokens: 0 }, 0, error.status, log.questions ?? 0),
@@ -115,7 +144,7 @@ export function createEvaluator(deps: EvaluationDeps) {
     };
   }
 
-  return async function evaluate(call: EvaluationCall): Promise<EvaluationOutcome> {
+  async function evaluate(call: EvaluationCall): Promise<EvaluationOutcome> {
     const log: EvaluationLog = {};
     const auth = await verifyApiKey(deps.store, call.authorization, clock());
     if (!auth.ok) return { ok: false, failure: keyCheckFailure(auth), log };
@@ -159,13 +188,45 @@ export function createEvaluator(deps: EvaluationDeps) {
       return fail(call, key, error, log);
     }
 
+    flights.set(call.requestId, {
+      key,
+      reservationId: reservation.reservationId,
+      questions: log.questions,
+      abandoned: false,
+      settling: false,
+    });
     try {
       return await answer(call, key, request, body.bytes, reservation.reservationId, log);
     } catch (error) {
       deps.logger.error({ err: error, requestId: call.requestId }, 'evaluation failed unexpectedly');
       return fail(call, key, failure('internal_error', 'internal error'), log, reservation.reservationId);
+    } finally {
+      flights.delete(call.requestId);
     }
-  };
+  }
+
+  async function abandonInFlight(): Promise<number> {
+    const pending = [...flights.entries()].filter(([, flight]) => !flight.abandoned && !flight.settling);
+    for (const [, flight] of pending) flight.abandoned = true;
+    await Promise.all(
+      pending.map(([requestId, flight]) =>
+        deps.store.release(flight.reservationId, {
+          requestId,
+          keyId: flight.key.id,
+          creditsMicro: 0,
+          inputTokens: 0,
+          outputTokens: 0,
+          questions: flight.questions,
+          status: 503,
+          elapsedMs: 0,
+          at: clock(),
+        }),
+      ),
+    );
+    return pending.length;
+  }
+
+  return { evaluate, abandonInFlight };
 
   async function answer(
     call: EvaluationCall,
@@ -196,6 +257,12 @@ export function createEvaluator(deps: EvaluationDeps) {
       const error = failure('upstream_error', `the upstream returned an invalid answer: ${reason}`);
       return fail(call, key, error, log, reservationId);
     }
+    const flight = flights.get(call.requestId);
+    if (flight?.abandoned) {
+      // The shutdown released this request's hold while the upstream answered: it is not charged.
+      return { ok: false, failure: failure('unavailable', 'the gateway shut down before the answer'), log };
+    }
+    if (flight) flight.settling = true;
     log.upstreamOutcome = 'ok';
     log.usage = usage.value;
     if (outcome.upstreamRequestId !== undefined) log.upstreamRequestId = outcome.upstreamRequestId;
@@ -220,8 +287,6 @@ export function createEvaluator(deps: EvaluationDeps) {
     };
   }
 }
-
-export type Evaluator = ReturnType<typeof createEvaluator>;
 
 /** REST bodies: media type (41500) before JSON (40000), in SPEC §4's order. */
 function readBody(

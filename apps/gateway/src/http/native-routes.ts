@@ -1,7 +1,7 @@
 import { MODELS } from '@decision-gateway/contract';
 import type { FastifyInstance } from 'fastify';
 import { keyCheckFailure, verifyApiKey } from '../auth/api-keys.ts';
-import type { Evaluator } from '../core/evaluate.ts';
+import type { Evaluate } from '../core/evaluate.ts';
 import type { Store } from '../store/store.ts';
 import { sendFailure, sendNativeSuccess } from './envelope.ts';
 import { rawEvaluationCall, readRawBodies } from './read-body.ts';
@@ -11,8 +11,8 @@ import { rawEvaluationCall, readRawBodies } from './read-body.ts';
  * `POST /v1/systemone`, answered in the native wire format so the official SDKs work unchanged.
  * Failures take the native shape in `sendFailure`, which knows the door by its path.
  */
-export async function nativeRoutes(app: FastifyInstance, opts: { evaluate: Evaluator; store: Store }) {
-  readRawBodies(app, 'buffer');
+export async function nativeRoutes(app: FastifyInstance, opts: { evaluate: Evaluate; store: Store }) {
+  readRawBodies(app, 'buffer', { mediaTypeAfterAuth: true });
 
   app.post('/v1/systemone', async (request, reply) => {
     const outcome = await opts.evaluate(rawEvaluationCall(request));

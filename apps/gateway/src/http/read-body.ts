@@ -7,7 +7,21 @@ import type { EvaluationCall } from '../core/evaluate.ts';
  * as bytes or text, read only up to the 32768-byte limit (413 past it, also when chunked). The
  * evaluation core then checks the media type and the JSON in SPEC §4's order, after auth.
  */
-export function readRawBodies(app: FastifyInstance, parseAs: 'buffer' | 'string') {
+export function readRawBodies(
+  app: FastifyInstance,
+  parseAs: 'buffer' | 'string',
+  { mediaTypeAfterAuth = false } = {},
+) {
+  if (mediaTypeAfterAuth) {
+    // Fastify refuses a Content-Type that does not parse (415) before any route runs; SPEC §4 puts
+    // authentication first. The door keeps the header for the evaluation core and hides it from
+    // Fastify, which then hands every body to the one parser below.
+    app.addHook('onRequest', (request, _reply, done) => {
+      request.sentContentType = request.headers['content-type'];
+      delete request.headers['content-type'];
+      done();
+    });
+  }
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs, bodyLimit: LIMITS.maxBodyBytes }, (_request, body, done) =>
     done(null, body),
@@ -23,7 +37,7 @@ export function rawEvaluationCall(request: FastifyRequest): EvaluationCall {
     body: {
       kind: 'bytes',
       bytes: request.body as Buffer | undefined,
-      contentType: request.headers['content-type'],
+      contentType: request.sentContentType,
     },
   };
 }

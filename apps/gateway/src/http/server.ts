@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { Upstream } from '@decision-gateway/questions';
 import Fastify, {
@@ -17,6 +16,7 @@ import type { Store } from '../store/store.ts';
 import { trpcErrorBody } from '../trpc/errors.ts';
 import { trpcRoutes } from '../trpc/trpc-routes.ts';
 import { adminRoutes } from './admin-routes.ts';
+import { createConnections, newRequestId } from './connections.ts';
 import { isNativePath, sendFailure, sendSuccess } from './envelope.ts';
 import { evaluationRoutes } from './evaluation-routes.ts';
 import { nativeRoutes } from './native-routes.ts';
@@ -34,12 +34,20 @@ export interface GatewayOptions {
   adminToken?: string | undefined;
   rateLimiter?: RateLimiter;
   metrics?: GatewayMetrics;
+  /** SPEC §10 REQUEST_TIMEOUT_MS (default 30000). */
+  requestTimeoutMs?: number;
+  /** SPEC §10 SHUTDOWN_TIMEOUT_MS (default 30000). */
+  shutdownTimeoutMs?: number;
 }
 
 export interface Gateway {
   app: FastifyInstance;
-  /** Stop accepting, let in-flight requests finish and settle, then close the HTTP server. */
-  drain(): Promise<void>;
+  /**
+   * Stop accepting, let in-flight requests finish and settle, answer 503 to what still arrives on
+   * open connections, then close. Past SHUTDOWN_TIMEOUT_MS every connection is closed and every
+   * reservation still held is released. Resolves `true` when it had to force that.
+   */
+  drain(): Promise<boolean>;
 }
 
 /** Fastify's own errors (body limits, media types, JSON) as gateway failures. */
@@ -61,14 +69,28 @@ function failureOfFastifyError(error: FastifyError): GatewayFailure | undefined 
 /** The gateway's HTTP service: REST and tRPC doors over one evaluation core, plus admin and health. */
 export function buildGateway(options: GatewayOptions): Gateway {
   const state = { draining: false };
+  const metrics = options.metrics ?? createMetrics();
+  const connections = createConnections({
+    requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
+    shutdownTimeoutMs: options.shutdownTimeoutMs ?? 30_000,
+    logger: options.logger,
+    onAnswered(status, code) {
+      metrics.requests.inc({ route: 'unmatched', method: '', status, code: String(code) });
+    },
+  });
   const app = Fastify({
     loggerInstance: options.logger as FastifyBaseLogger,
     // The gateway writes its own single line per request (onResponse below).
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
-    genReqId: () => `req_${randomUUID().replaceAll('-', '')}`,
+    genReqId: newRequestId,
     keepAliveTimeout: 72_000,
     return503OnClosing: false,
+    // The drain closes connections itself, so that none is cut while a request is on its way.
+    forceCloseConnections: false,
+    clientErrorHandler: connections.clientErrorHandler,
+    ...connections.serverOptions(),
   });
+  connections.attach(app);
   const routes = createRouteTable(app);
 
   // Outside the doors that read bodies (which set their own parsers), a body is never read: an
@@ -79,8 +101,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.decorateRequest('startedAt', 0);
   app.decorateRequest('gatewayCode', undefined);
   app.decorateRequest('evaluationLog', undefined);
-
-  const metrics = options.metrics ?? createMetrics();
+  app.decorateRequest('sentContentType', undefined);
 
   // The hooks take `done` rather than being async: they never wait, and every request runs them.
   app.addHook('onRequest', (request, reply, done) => {
@@ -172,7 +193,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   });
 
   const rateLimiter = options.rateLimiter ?? createMemoryRateLimiter();
-  const evaluate = createEvaluator({
+  const evaluator = createEvaluator({
     store: options.store,
     upstream: options.upstream,
     rateLimiter,
@@ -182,6 +203,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     logger: options.logger,
   });
 
+  const { evaluate } = evaluator;
   app.register(evaluationRoutes, { evaluate, store: options.store });
   app.register(trpcRoutes, { evaluate, store: options.store });
   app.register(nativeRoutes, { evaluate, store: options.store, prefix: '/native' });
@@ -212,7 +234,12 @@ export function buildGateway(options: GatewayOptions): Gateway {
     app,
     async drain() {
       state.draining = true;
+      const forced = await connections.drain(async () => {
+        const released = await evaluator.abandonInFlight();
+        options.logger.warn({ released }, 'released the reservations of unfinished requests');
+      });
       await app.close();
+      return forced;
     },
   };
 }

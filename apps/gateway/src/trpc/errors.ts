@@ -2,7 +2,10 @@ import { type ErrorType, failure, type GatewayFailure, type Issue } from '@decis
 import { TRPCError } from '@trpc/server';
 import { type TRPC_ERROR_CODE_KEY, TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 
-/** The tRPC code whose HTTP status equals the gateway status, so both doors answer alike. */
+/**
+ * The tRPC code whose HTTP status equals the gateway status, so both doors answer alike (431 has
+ * no tRPC code: it is answered below the router, before tRPC sees the request).
+ */
 const TRPC_CODE_BY_TYPE: Record<ErrorType, TRPC_ERROR_CODE_KEY> = {
   invalid_json: 'PARSE_ERROR',
   invalid_request: 'BAD_REQUEST',
@@ -13,8 +16,10 @@ const TRPC_CODE_BY_TYPE: Record<ErrorType, TRPC_ERROR_CODE_KEY> = {
   insufficient_credits: 'PAYMENT_REQUIRED',
   not_found: 'NOT_FOUND',
   method_not_allowed: 'METHOD_NOT_SUPPORTED',
+  request_timeout: 'TIMEOUT',
   payload_too_large: 'PAYLOAD_TOO_LARGE',
   unsupported_media_type: 'UNSUPPORTED_MEDIA_TYPE',
+  headers_too_large: 'BAD_REQUEST',
   rate_limited: 'TOO_MANY_REQUESTS',
   internal_error: 'INTERNAL_SERVER_ERROR',
   upstream_error: 'BAD_GATEWAY',

@@ -3,7 +3,7 @@ import { TRPCError } from '@trpc/server';
 import { resolveResponse } from '@trpc/server/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { keyCheckFailure, verifyApiKey } from '../auth/api-keys.ts';
-import type { Evaluator } from '../core/evaluate.ts';
+import type { Evaluate } from '../core/evaluate.ts';
 import { retryAfterSeconds } from '../http/envelope.ts';
 import { readRawBodies } from '../http/read-body.ts';
 import type { Store } from '../store/store.ts';
@@ -14,7 +14,7 @@ import { appRouter, runEvaluate, type TrpcContext } from './router.ts';
  * tRPC door at `/trpc/<procedure>`, served by tRPC's fetch-style resolver on the body Fastify has
  * already read (as text, under the same 32 KiB limit), so errors keep tRPC's shape.
  */
-export async function trpcRoutes(app: FastifyInstance, opts: { evaluate: Evaluator; store: Store }) {
+export async function trpcRoutes(app: FastifyInstance, opts: { evaluate: Evaluate; store: Store }) {
   readRawBodies(app, 'string');
 
   app.route<{ Params: { path: string } }>({

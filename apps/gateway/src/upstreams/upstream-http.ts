@@ -168,8 +168,9 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
       }
       return result;
     },
+    /** After the gateway's drain nothing waits on the pool: a call still open was abandoned. */
     async close() {
-      await pool.close();
+      await pool.destroy();
     },
   };
 }

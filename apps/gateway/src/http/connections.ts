@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import { Server, type Socket } from 'node:net';
+import { failure, type GatewayFailure, nativeError } from '@decision-gateway/contract';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { errorBody, isNativePath } from './envelope.ts';
+
+export const newRequestId = () => `req_${randomUUID().replaceAll('-', '')}`;
+
+/** How long a drain waits for idle keep-alive connections to bring one more request. */
+const IDLE_GRACE_MS = 1_000;
+
+export interface ConnectionOptions {
+  /** SPEC §10: headers and body must have arrived within this (408 otherwise). */
+  requestTimeoutMs: number;
+  /** SPEC §10: the longest a drain waits before closing every connection. */
+  shutdownTimeoutMs: number;
+  logger: Logger;
+  /** Told of every answer written below the router (408, 431), for metrics. */
+  onAnswered(status: number, code: number): void;
+}
+
+/**
+ * What the gateway does at the level of connections, below Fastify's router: timeouts, requests
+ * that are not even HTTP, and the drain. Node's own answers (its 408, its 431, its reset of idle
+ * keep-alive sockets at close) become the gateway's: the envelope of SPEC §4 with a request id,
+ * and a drain that answers every request fully sent on an open connection.
+ */
+export function createConnections(options: ConnectionOptions) {
+  let app: FastifyInstance | undefined;
+  const open = new Set<Socket>();
+  /** The request a socket is receiving or being answered for, so a timeout can name it. */
+  const receiving = new WeakMap<Socket, { request: FastifyRequest; reply: FastifyReply }>();
+
+  /** A failure written straight to the socket, which is then closed (the request never reached a route). */
+  function answerRaw(socket: Socket, gatewayFailure: GatewayFailure, request: FastifyRequest | undefined) {
+    const requestId = request?.id ?? newRequestId();
+    const native = request !== undefined && isNativePath(request.url);
+    const body = native ? JSON.stringify(nativeError(gatewayFailure)) : errorBody(gatewayFailure, requestId);
+    const head = [
+      `HTTP/1.1 ${gatewayFailure.status} ${STATUS_CODES[gatewayFailure.status]}`,
+      'content-type: application/json; charset=utf-8',
+      `content-length: ${Buffer.byteLength(body)}`,
+      'connection: close',
+      `x-request-id: ${requestId}`,
+      ...(native ? [`x-typesafe-request-id: ${requestId}`] : []),
+    ].join('\r\n');
+    socket.end(`${head}\r\n\r\n${body}`, () => socket.destroy());
+    if (request) request.gatewayCode = gatewayFailure.code;
+    options.onAnswered(gatewayFailure.status, gatewayFailure.code);
+    options.logger.info(
+      {
+        requestId,
+        method: request?.method,
+        path: request?.url.split('?', 1)[0],
+        status: gatewayFailure.status,
+        code: gatewayFailure.code,
+      },
+      'request',
+    );
+  }
+
+  return {
+    /** Fastify's `clientErrorHandler`: Node reports a connection-level problem with a request. */
+    clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket) {
+      if (error.code === 'ECONNRESET' || socket.destroyed) return;
+      const current = receiving.get(socket);
+      // Once an answer has begun, nothing more can be said on this connection.
+      if (current?.reply.raw.headersSent || !socket.writable) return void socket.destroy();
+      const request = current?.request;
+      switch (error.code) {
+        case 'ERR_HTTP_REQUEST_TIMEOUT':
+          return answerRaw(
+            socket,
+            failure(
+              'request_timeout',
+              `the request's headers and body did not all arrive within ${options.requestTimeoutMs} ms`,
+            ),
+            request,
+          );
+        case 'HPE_HEADER_OVERFLOW':
+          return answerRaw(
+            socket,
+            failure('headers_too_large', "the request's headers exceed the server's limit of 16 KiB"),
+            undefined,
+          );
+        default:
+          // Bytes that are not an HTTP request at all: there is no one to answer (SPEC §4).
+          socket.destroy();
+      }
+    },
+
+    /** Node's own timers for SPEC §10's REQUEST_TIMEOUT_MS, checked often enough to be punctual. */
+    serverOptions() {
+      const timeout = options.requestTimeoutMs;
+      return {
+        requestTimeout: timeout,
+        http: {
+          headersTimeout: timeout,
+          requestTimeout: timeout,
+          connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(timeout / 4))),
+        },
+      };
+    },
+
+    attach(fastify: FastifyInstance) {
+      app = fastify;
+      fastify.server.on('connection', (socket: Socket) => {
+        open.add(socket);
+        socket.once('close', () => open.delete(socket));
+      });
+      fastify.addHook('onRequest', (request, reply, done) => {
+        receiving.set(request.raw.socket as Socket, { request, reply });
+        done();
+      });
+      fastify.addHook('onResponse', (request, _reply, done) => {
+        const socket = request.raw.socket as Socket;
+        if (receiving.get(socket)?.request === request) receiving.delete(socket);
+        done();
+      });
+    },
+
+    /**
+     * Stop accepting and let open connections finish: each request in flight is answered, and each
+     * request that still arrives on an open keep-alive connection gets 503 with `Connection: close`
+     * (the server's hooks see to that). Idle connections are closed after a short grace; whatever
+     * is still open at `shutdownTimeoutMs` is closed, and `onForced` releases what it held.
+     * Resolves `true` when the drain had to force connections closed.
+     */
+    async drain(onForced: () => Promise<unknown>): Promise<boolean> {
+      const server = (app as FastifyInstance).server;
+      const deadline = Date.now() + options.shutdownTimeoutMs;
+      // net's close, not http's: http's also closes idle keep-alive connections at once, and a
+      // request already on its way over one of them would meet a reset.
+      if (server.listening) Server.prototype.close.call(server);
+      await until(() => open.size === 0, Math.min(IDLE_GRACE_MS, options.shutdownTimeoutMs));
+      server.closeIdleConnections();
+      await until(() => open.size === 0, Math.max(0, deadline - Date.now()));
+      if (open.size === 0) return false;
+      options.logger.warn(
+        { connections: open.size, shutdownTimeoutMs: options.shutdownTimeoutMs },
+        'shutdown timeout: closing every connection and releasing what they held',
+      );
+      server.closeAllConnections();
+      for (const socket of open) socket.destroy();
+      await onForced();
+      return true;
+    },
+  };
+}
+
+async function until(done: () => boolean, timeoutMs: number): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!done() && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20));
+}

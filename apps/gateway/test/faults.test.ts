@@ -1,0 +1,294 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { Pool } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { killHard, listeningAddress, startGatewayProcess } from './gateway-process.ts';
+import { ADMIN_TOKEN, bearer, get, post, sampleRequest, sleep } from './harness.ts';
+import { json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
+
+// Faults an operator meets, provoked for real: subprocess gateways, SIGKILL and SIGTERM, raw
+// sockets that stall or trickle, a load of keep-alive connections during a drain.
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()?.();
+});
+
+function workdir() {
+  const dir = mkdtempSync(join(tmpdir(), 'dg-faults-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function gateway(cwd: string, env: Record<string, string>) {
+  const running = startGatewayProcess(cwd, {
+    ADMIN_TOKEN,
+    DATABASE_URL: `file:${join(cwd, 'gateway.db')}`,
+    ...env,
+  });
+  cleanups.push(async () => {
+    if (running.child.exitCode === null) await killHard(running);
+  });
+  return { running, url: await listeningAddress(running) };
+}
+
+async function createKey(url: string, credits: number | null) {
+  const created = await post(url, '/admin/keys', { name: 'faults', credits }, bearer(ADMIN_TOKEN));
+  if (created.status !== 201) throw new Error(created.text);
+  return created.body.data as { id: string; key: string };
+}
+
+/** A raw TCP connection to the gateway, to send exactly (and only) what a test wants. */
+async function rawSocket(url: string) {
+  const { hostname, port } = new URL(url);
+  const socket: Socket = connect(Number(port), hostname);
+  let received = '';
+  socket.on('data', (chunk) => {
+    received += chunk.toString('utf8');
+  });
+  socket.on('error', () => {});
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  cleanups.push(() => void socket.destroy());
+  return { socket, received: () => received, closed };
+}
+
+/** The JSON body of a raw HTTP response, and its status and headers. */
+function parseRaw(text: string) {
+  const [head = '', body = ''] = text.split('\r\n\r\n');
+  const [statusLine = '', ...headerLines] = head.split('\r\n');
+  const headers = Object.fromEntries(
+    headerLines.map((line) => [
+      line.slice(0, line.indexOf(':')).toLowerCase(),
+      line.slice(line.indexOf(':') + 1).trim(),
+    ]),
+  );
+  return { status: Number(statusLine.split(' ')[1]), headers, body: body ? JSON.parse(body) : undefined };
+}
+
+describe('after kill -9 with requests in flight', () => {
+  it('a stale reservation counts nowhere: every request answered afterwards pays its full cost', async () => {
+    const cwd = workdir();
+    const standIn = await startStandIn(() => {}); // hangs: the requests stay in flight
+    cleanups.push(standIn.close);
+    const first = await gateway(cwd, {
+      UPSTREAM: 'systemone',
+      UPSTREAM_BASE_URL: standIn.url,
+      UPSTREAM_TIMEOUT_MS: '60000',
+    });
+    const { id, key } = await createKey(first.url, 10);
+    // Eight requests reserve ~1.2 credits each (body bytes + 256 tokens per question), then hang.
+    for (let i = 0; i < 8; i++)
+      void post(first.url, '/v1/systemone', sampleRequest(), bearer(key)).catch(() => {});
+    while (standIn.seen.length < 8) await sleep(20);
+    await killHard(first.running);
+
+    standIn.setHandler((req, res) => json(res, 200, nativeAnswer(req)));
+    const second = await gateway(cwd, {
+      UPSTREAM: 'systemone',
+      UPSTREAM_BASE_URL: standIn.url,
+      UPSTREAM_TIMEOUT_MS: '300', // reservations older than 1.3 s are stale
+    });
+    // While the dead reservations are live they hold almost everything (and the store's periodic
+    // sweep runs now, finding nothing stale yet).
+    const early = await post(second.url, '/v1/systemone', sampleRequest(), bearer(key));
+    expect(early.body.code).toBe(40200);
+    await sleep(1_500);
+    for (let i = 0; i < 5; i++) {
+      const answered = await post(second.url, '/v1/systemone', sampleRequest(), bearer(key));
+      expect(answered.status).toBe(200);
+      expect(answered.body.data.creditsUsed).toBe(0.412);
+    }
+    const shown = await get(second.url, `/admin/keys/${id}`, bearer(ADMIN_TOKEN));
+    expect(shown.body.data.credits).toBeCloseTo(10 - 5 * 0.412, 9);
+  });
+});
+
+describe('SIGTERM with clients that never finish', () => {
+  it('exits 0 within SHUTDOWN_TIMEOUT_MS, closing every connection and releasing what was reserved', async () => {
+    const cwd = workdir();
+    const standIn = await startStandIn(() => {}); // an evaluation in flight that never gets its answer
+    cleanups.push(standIn.close);
+    const { running, url } = await gateway(cwd, {
+      UPSTREAM: 'systemone',
+      UPSTREAM_BASE_URL: standIn.url,
+      UPSTREAM_TIMEOUT_MS: '60000',
+      REQUEST_TIMEOUT_MS: '120000', // the request timeout must not be what saves the shutdown
+      SHUTDOWN_TIMEOUT_MS: '1500',
+    });
+    const { id, key } = await createKey(url, 10);
+    const inFlight = post(url, '/v1/systemone', sampleRequest(), bearer(key)).catch((e: Error) => e);
+    while (standIn.seen.length < 1) await sleep(20);
+    // One connection stalled mid-headers, one body arriving at 10 bytes a second.
+    const stalled = await rawSocket(url);
+    stalled.socket.write('POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Ty');
+    const trickle = await rawSocket(url);
+    trickle.socket.write(
+      `POST /v1/systemone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 30000\r\n\r\n`,
+    );
+    const timer = setInterval(() => trickle.socket.write('0123456789'), 1000);
+    cleanups.push(() => clearInterval(timer));
+    await sleep(200);
+
+    const started = performance.now();
+    running.child.kill('SIGTERM');
+    expect(await running.exited).toBe(0);
+    const took = performance.now() - started;
+    expect(took).toBeGreaterThanOrEqual(1_400);
+    expect(took).toBeLessThan(5_000);
+    await Promise.all([stalled.closed, trickle.closed]);
+    expect(await inFlight).toBeInstanceOf(Error); // its connection was closed, unanswered
+
+    // Nothing stays reserved; the released request has its usage record, and nothing was charged.
+    const db = new Database(join(cwd, 'gateway.db'), { readonly: true });
+    try {
+      expect(db.prepare('SELECT COUNT(*) AS n FROM reservations').get()).toEqual({ n: 0 });
+      expect(db.prepare('SELECT status, credits_micro FROM usage_records WHERE key_id = ?').all(id)).toEqual([
+        { status: 503, credits_micro: 0 },
+      ]);
+      expect(db.prepare('SELECT credits_micro FROM api_keys WHERE id = ?').get(id)).toEqual({
+        credits_micro: 10_000_000,
+      });
+    } finally {
+      db.close();
+    }
+    expect(running.logs().some((l) => String(l.msg).startsWith('shutdown timeout'))).toBe(true);
+  });
+});
+
+describe('REQUEST_TIMEOUT_MS', () => {
+  it('answers 408 / 40800 in the envelope to a body that does not arrive in time, closes the socket, charges nothing', async () => {
+    const cwd = workdir();
+    const { url } = await gateway(cwd, { REQUEST_TIMEOUT_MS: '1000' });
+    const { id, key } = await createKey(url, 10);
+    const slow = await rawSocket(url);
+    slow.socket.write(
+      `POST /v1/systemone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 30000\r\n\r\n{"model":`,
+    );
+    const timer = setInterval(() => slow.socket.writable && slow.socket.write('          '), 100);
+    cleanups.push(() => clearInterval(timer));
+    const started = performance.now();
+    await slow.closed;
+    const took = performance.now() - started;
+    expect(took).toBeGreaterThan(800);
+    expect(took).toBeLessThan(3_000);
+    const answer = parseRaw(slow.received());
+    expect(answer.status).toBe(408);
+    expect(answer.body).toMatchObject({ code: 40800, data: null, error: { type: 'request_timeout' } });
+    expect(answer.body.requestId).toMatch(/^req_/);
+    expect(answer.headers['x-request-id']).toBe(answer.body.requestId);
+    const shown = await get(url, `/admin/keys/${id}`, bearer(ADMIN_TOKEN));
+    expect(shown.body.data.credits).toBe(10);
+  });
+
+  it('answers 408 and closes a connection stalled in the middle of its headers', async () => {
+    const cwd = workdir();
+    const { url } = await gateway(cwd, { REQUEST_TIMEOUT_MS: '800' });
+    const stalled = await rawSocket(url);
+    stalled.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nX-Half: ');
+    await stalled.closed;
+    const answer = parseRaw(stalled.received());
+    expect(answer.status).toBe(408);
+    expect(answer.body).toMatchObject({ code: 40800, error: { type: 'request_timeout' } });
+    expect(answer.body.requestId).toMatch(/^req_/);
+  });
+});
+
+describe('answers below the router', () => {
+  it('answers 431 / 43100 with a request id to headers over the limit', async () => {
+    const cwd = workdir();
+    const { url } = await gateway(cwd, {});
+    const big = await rawSocket(url);
+    big.socket.write(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`);
+    await big.closed;
+    const answer = parseRaw(big.received());
+    expect(answer.status).toBe(431);
+    expect(answer.body).toMatchObject({ code: 43100, data: null, error: { type: 'headers_too_large' } });
+    expect(answer.headers['x-request-id']).toBe(answer.body.requestId);
+  });
+
+  it('closes a connection whose bytes are not HTTP at all', async () => {
+    const cwd = workdir();
+    const { url } = await gateway(cwd, {});
+    const garbage = await rawSocket(url);
+    garbage.socket.write('\u0016\u0003\u0001 this is not HTTP\r\n\r\n');
+    await garbage.closed;
+    expect(garbage.received()).toBe('');
+  });
+
+  it.each(['foo', ';;;', '""'])(
+    'checks a Content-Type that does not parse (%s) after authentication, leaving a usage record',
+    async (contentType) => {
+      const cwd = workdir();
+      const { url } = await gateway(cwd, {});
+      const { id, key } = await createKey(url, 10);
+      const send = (headers: Record<string, string>) =>
+        fetch(`${url}/v1/systemone`, {
+          method: 'POST',
+          headers: { 'content-type': contentType, ...headers },
+          body: JSON.stringify(sampleRequest()),
+        }).then(async (r) => ({ status: r.status, body: await r.json() }));
+      expect(await send({})).toMatchObject({ status: 401, body: { code: 40100 } });
+      expect(await send(bearer(key))).toMatchObject({ status: 415, body: { code: 41500 } });
+      const usage = await get(url, `/admin/keys/${id}/usage`, bearer(ADMIN_TOKEN));
+      expect(usage.body.data.recent).toMatchObject([{ status: 415, creditsUsed: 0 }]);
+    },
+  );
+});
+
+describe('a drain under keep-alive load', () => {
+  it('answers every request fully sent on an open connection (served or 503), with no reset, at c=64', async () => {
+    const cwd = workdir();
+    let resets = 0;
+    let served = 0;
+    let refused503 = 0;
+    for (let round = 0; round < 4; round++) {
+      const { running, url } = await gateway(cwd, {
+        RATE_LIMIT_PER_MINUTE: '0',
+        SHUTDOWN_TIMEOUT_MS: '10000',
+      });
+      const { key } = await createKey(url, null);
+      const pool = new Pool(url, { connections: 64, pipelining: 1, keepAliveTimeout: 60_000 });
+      let stop = false;
+      const body = JSON.stringify(sampleRequest());
+      const worker = async () => {
+        while (!stop) {
+          try {
+            const response = await pool.request({
+              path: '/v1/systemone',
+              method: 'POST',
+              headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+              body,
+            });
+            await response.body.text();
+            if (response.statusCode === 200) served++;
+            else if (response.statusCode === 503) refused503++;
+            else throw new Error(`unexpected ${response.statusCode}`);
+          } catch (error) {
+            const code = (error as { code?: string }).code;
+            // A refused connection (the server stopped listening) never carried a request.
+            if (code === 'ECONNREFUSED') {
+              stop = true;
+              return;
+            }
+            resets++;
+            stop = true;
+          }
+        }
+      };
+      const workers = Array.from({ length: 64 }, worker);
+      await sleep(700);
+      running.child.kill('SIGTERM');
+      expect(await running.exited).toBe(0);
+      stop = true;
+      await Promise.all(workers);
+      await pool.destroy();
+    }
+    expect(resets).toBe(0);
+    expect(served).toBeGreaterThan(100);
+    expect(refused503).toBeGreaterThan(0);
+  }, 60_000);
+});
