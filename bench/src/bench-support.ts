@@ -1,11 +1,14 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createKeyService, openSqliteStore } from '@decision-gateway/gateway';
+import { createKeyService, openPostgresStore, openSqliteStore, type Store } from '@decision-gateway/gateway';
+import postgres from 'postgres';
 import { repoRoot } from './processes.ts';
 
-/** A key with ample credits in a new SQLite file at `path`; returns the plain key. */
+/** A key with ample credits in a new SQLite file at `path` (or a PostgreSQL URL); returns the plain key. */
 export async function createBenchKey(path: string): Promise<string> {
-  const store = openSqliteStore(path);
+  const store: Store = path.startsWith('postgres')
+    ? await openPostgresStore(path, { poolSize: 1 })
+    : openSqliteStore(path);
   try {
     const created = await createKeyService(store).create({ name: 'bench', credits: 1_000_000_000 });
     if (!created.ok) throw new Error(created.error.message);
@@ -25,4 +28,30 @@ export function updateReadmeSection(name: string, content: string) {
   const to = readme.indexOf(end);
   if (from === -1 || to === -1) throw new Error(`README.md has no ${start} … ${end} section`);
   writeFileSync(path, `${readme.slice(0, from + start.length)}\n${content}\n${readme.slice(to)}`);
+}
+
+/**
+ * A database of its own on the machine's PostgreSQL (BENCH_DATABASE_URL or TEST_DATABASE_URL
+ * names the server), dropped by `drop()`.
+ */
+export async function createBenchDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const server =
+    process.env.BENCH_DATABASE_URL ??
+    process.env.TEST_DATABASE_URL ??
+    'postgres://postgres@127.0.0.1:5432/postgres';
+  const name = `dg_bench_${process.pid}`;
+  const admin = postgres(server, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const again = postgres(server, { max: 1, onnotice: () => {} });
+      await again.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await again.end();
+    },
+  };
 }

@@ -8,6 +8,8 @@ export interface Target {
   url: string;
   headers: Record<string, string>;
   body: string;
+  /** More instances serving the same gateway: the load is split evenly over all of them. */
+  replicas?: { server: Running; url: string }[];
 }
 
 export interface LoadResult {
@@ -34,18 +36,38 @@ function fire(target: Target, connections: number, limit: { duration: number } |
 
 const failures = (result: autocannon.Result) => result.errors + result.timeouts + result.non2xx;
 
-/** Load `target` for `seconds` at `connections`: throughput, latency and CPU per request. */
+/**
+ * Load `target` for `seconds` at `connections`: throughput, latency and CPU per request. With
+ * replicas, the connections are split over the instances (fewer instances than connections at
+ * c=1); throughput and CPU add up, and latency is the worst instance's.
+ */
 export async function measureLoad(target: Target, connections: number, seconds: number): Promise<LoadResult> {
-  const cpuBefore = target.server.cpuSeconds();
-  const result = await fire(target, connections, { duration: seconds });
-  const cpuSeconds = target.server.cpuSeconds() - cpuBefore;
+  const instances = [{ server: target.server, url: target.url }, ...(target.replicas ?? [])].slice(
+    0,
+    Math.max(1, connections),
+  );
+  const cpuBefore = instances.map((instance) => instance.server.cpuSeconds());
+  const results = await Promise.all(
+    instances.map((instance, i) =>
+      fire(
+        { ...target, url: instance.url },
+        Math.floor(connections / instances.length) + (i < connections % instances.length ? 1 : 0),
+        { duration: seconds },
+      ),
+    ),
+  );
+  const cpuSeconds = instances.reduce(
+    (sum, instance, i) => sum + instance.server.cpuSeconds() - (cpuBefore[i] as number),
+    0,
+  );
+  const requests = results.reduce((sum, r) => sum + r.requests.total, 0);
   return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    cpuUsPerRequest: (cpuSeconds * 1e6) / Math.max(1, result.requests.total),
-    requests: result.requests.total,
-    errors: failures(result),
+    rps: results.reduce((sum, r) => sum + r.requests.average, 0),
+    p50: Math.max(...results.map((r) => r.latency.p50)),
+    p99: Math.max(...results.map((r) => r.latency.p99)),
+    cpuUsPerRequest: (cpuSeconds * 1e6) / Math.max(1, requests),
+    requests,
+    errors: results.reduce((sum, r) => sum + failures(r), 0),
   };
 }
 

@@ -4,7 +4,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGatewayClient } from '@decision-gateway/client';
 import { Pool } from 'undici';
-import { createBenchKey, updateReadmeSection } from './bench-support.ts';
+import { createBenchDatabase, createBenchKey, updateReadmeSection } from './bench-support.ts';
 import { type LoadResult, loadCount, measureLoad, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 import { BENCH_REQUEST } from './request.ts';
@@ -58,6 +58,7 @@ async function sequentialLatency(
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'dg-bench-'));
   const processes: Running[] = [];
+  const database = await createBenchDatabase();
   const started = async (...args: Parameters<typeof startProcess>) => {
     const running = await startProcess(...args);
     processes.push(running);
@@ -95,6 +96,21 @@ async function main() {
       ...gatewayEnv,
       UPSTREAM: 'lexical',
     });
+    // The multi-instance store: PostgreSQL with Redis rate limits (a limit high enough never to
+    // refuse, so the Redis script runs on every request as in production).
+    const pgKey = await createBenchKey(database.url);
+    const pgEnv = {
+      ...gatewayEnv,
+      DATABASE_URL: database.url,
+      REDIS_URL: process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+      REDIS_KEY_PREFIX: `dg-bench-${process.pid}:`,
+      RATE_LIMIT_PER_MINUTE: '100000000',
+      UPSTREAM: 'systemone',
+      UPSTREAM_BASE_URL: upstream.url,
+    };
+    const pgGateway = await started('gateway (PostgreSQL)', 'apps/gateway/src/main.ts', pgEnv);
+    const pgSecond = await started('gateway (PostgreSQL, 2nd)', 'apps/gateway/src/main.ts', pgEnv);
+    const pgAuth = { authorization: `Bearer ${pgKey}` };
 
     // The tRPC target replays exactly what the client package sends.
     let trpcCall: { url: string; body: string } | undefined;
@@ -122,6 +138,21 @@ async function main() {
       { name: 'gateway REST', server: gateway, url: `${gateway.url}/v1/systemone`, headers: auth, body },
       { name: 'gateway tRPC', server: gateway, url: trpcCall.url, headers: auth, body: trpcCall.body },
       { name: 'gateway lexical', server: lexical, url: `${lexical.url}/v1/systemone`, headers: auth, body },
+      {
+        name: 'gateway PG+Redis',
+        server: pgGateway,
+        url: `${pgGateway.url}/v1/systemone`,
+        headers: pgAuth,
+        body,
+      },
+      {
+        name: 'gateway PG+Redis ×2',
+        server: pgGateway,
+        url: `${pgGateway.url}/v1/systemone`,
+        headers: pgAuth,
+        body,
+        replicas: [{ server: pgSecond, url: `${pgSecond.url}/v1/systemone` }],
+      },
     ];
 
     const measurements: Measurement[] = [];
@@ -163,6 +194,7 @@ async function main() {
     if (report.errors > 0) process.exitCode = 1;
   } finally {
     for (const running of processes.reverse()) await running.stop();
+    await database.drop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -213,6 +245,8 @@ function buildReport(
   const floors = {
     storeRelayVsBaselineAt64: ratio('relay + store', 64).throughputRatio,
     restVsStoreRelayAt64: ratio('gateway REST', 64).rps / ratio('relay + store', 64).rps,
+    postgresVsSqliteAt64: ratio('gateway PG+Redis', 64).rps / ratio('gateway REST', 64).rps,
+    twoInstancesVsOneAt64: ratio('gateway PG+Redis ×2', 64).rps / ratio('gateway PG+Redis', 64).rps,
   };
   return {
     date: new Date().toISOString(),
@@ -259,6 +293,8 @@ function renderTable(report: Report): string {
     `| tRPC vs REST throughput, c=64 | ${report.targets.trpcVsRestAt64.value.toFixed(2)}× | ${report.targets.trpcVsRestAt64.bar} | ${yes(report.targets.trpcVsRestAt64.met)} |`,
     '',
     `The relay doing only the storage work SPEC §5 and §7 require per request (key lookup, reservation, settlement with a usage record, through the gateway's Store) reaches ${report.floors.storeRelayVsBaselineAt64.toFixed(2)}× the bare relay at c=64; the gateway REST path reaches ${report.floors.restVsStoreRelayAt64.toFixed(2)}× of that.`,
+    '',
+    `"gateway PG+Redis" is the REST gateway (systemone upstream, as "gateway REST") on PostgreSQL with Redis rate limits: ${report.floors.postgresVsSqliteAt64.toFixed(2)}× the SQLite gateway's req/s at c=64. "×2" splits the same load over two such instances on one database and one Redis: ${report.floors.twoInstancesVsOneAt64.toFixed(2)}× one instance (CPU µs/req sums both processes; on this 2-core machine the instances, PostgreSQL, Redis, the relay and the load generator share the cores).`,
   ];
   return lines.join('\n');
 }

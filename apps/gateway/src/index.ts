@@ -5,6 +5,7 @@ export { buildGateway, type Gateway, type GatewayOptions } from './http/server.t
 export { createKeyService, type KeyService } from './keys/key-service.ts';
 export { createLogger } from './logger.ts';
 export { createMetrics, type GatewayMetrics } from './metrics.ts';
+export { openPostgresStore } from './store/postgres/postgres-store.ts';
 export { openSqliteStore } from './store/sqlite/sqlite-store.ts';
 export type { Store } from './store/store.ts';
 export type { AppRouter } from './trpc/router.ts';
