@@ -265,8 +265,11 @@ describe('a drain under keep-alive load', () => {
             });
             await response.body.text();
             if (response.statusCode === 200) served++;
-            else if (response.statusCode === 503) refused503++;
-            else throw new Error(`unexpected ${response.statusCode}`);
+            else if (response.statusCode === 503) {
+              // A well-behaved client waits as told before it tries again.
+              refused503++;
+              await sleep(Number(response.headers['retry-after']) * 1000);
+            } else throw new Error(`unexpected ${response.statusCode}`);
           } catch (error) {
             const code = (error as { code?: string }).code;
             // A refused connection (the server stopped listening) never carried a request.

@@ -3,8 +3,9 @@ import { join, resolve } from 'node:path';
 import { sleep } from './harness.ts';
 
 const appDir = resolve(import.meta.dirname, '..');
-const tsx = join(appDir, 'node_modules', '.bin', 'tsx');
 const main = join(appDir, 'src', 'main.ts');
+/** tsx's loader by its path: the gateway runs from temporary folders, outside the workspace. */
+const tsxLoader = import.meta.resolve('tsx');
 
 /** A gateway started as `pnpm start` starts it: its own process, real signals, real sockets. */
 export interface GatewayProcess {
@@ -17,7 +18,12 @@ export interface GatewayProcess {
 }
 
 export function startGatewayProcess(cwd: string, env: Record<string, string>): GatewayProcess {
-  const child = spawn(tsx, [main], { cwd, env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env } });
+  // One process, tsx as a loader, as `pnpm start` runs it: the tsx CLI would run the gateway in a
+  // child and SIGKILL it when it is too busy to acknowledge a signal within 30 ms.
+  const child = spawn(process.execPath, ['--import', tsxLoader, main], {
+    cwd,
+    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env },
+  });
   let out = '';
   let err = '';
   child.stdout?.on('data', (chunk) => {

@@ -10,6 +10,12 @@ export const newRequestId = () => `req_${randomUUID().replaceAll('-', '')}`;
 
 /** How long a drain waits for idle keep-alive connections to bring one more request. */
 const IDLE_GRACE_MS = 1_000;
+/**
+ * A drain keeps listening (answering 503) until no new connection has come for this long: closing
+ * a listening socket resets the connections still waiting in the kernel's accept queue, whose
+ * clients may already have sent a request.
+ */
+const QUIET_MS = 250;
 
 export interface ConnectionOptions {
   /** SPEC §10: headers and body must have arrived within this (408 otherwise). */
@@ -30,6 +36,7 @@ export interface ConnectionOptions {
 export function createConnections(options: ConnectionOptions) {
   let app: FastifyInstance | undefined;
   const open = new Set<Socket>();
+  let lastConnectionAt = 0;
   /** The request a socket is receiving or being answered for, so a timeout can name it. */
   const receiving = new WeakMap<Socket, { request: FastifyRequest; reply: FastifyReply }>();
 
@@ -107,6 +114,7 @@ export function createConnections(options: ConnectionOptions) {
     attach(fastify: FastifyInstance) {
       app = fastify;
       fastify.server.on('connection', (socket: Socket) => {
+        lastConnectionAt = Date.now();
         open.add(socket);
         socket.once('close', () => open.delete(socket));
       });
@@ -122,15 +130,16 @@ export function createConnections(options: ConnectionOptions) {
     },
 
     /**
-     * Stop accepting and let open connections finish: each request in flight is answered, and each
-     * request that still arrives on an open keep-alive connection gets 503 with `Connection: close`
-     * (the server's hooks see to that). Idle connections are closed after a short grace; whatever
-     * is still open at `shutdownTimeoutMs` is closed, and `onForced` releases what it held.
-     * Resolves `true` when the drain had to force connections closed.
+     * Let open connections finish, then stop: each request in flight is answered, and each request
+     * that still arrives gets 503 with `Connection: close` (the server's hooks see to that). The
+     * listener closes once new connections stop coming; idle connections are closed after a short
+     * grace; whatever is still open at `shutdownTimeoutMs` is closed, and `onForced` releases what
+     * it held. Resolves `true` when the drain had to force connections closed.
      */
     async drain(onForced: () => Promise<unknown>): Promise<boolean> {
       const server = (app as FastifyInstance).server;
       const deadline = Date.now() + options.shutdownTimeoutMs;
+      await until(() => Date.now() - lastConnectionAt >= QUIET_MS, options.shutdownTimeoutMs / 2);
       // net's close, not http's: http's also closes idle keep-alive connections at once, and a
       // request already on its way over one of them would meet a reset.
       if (server.listening) Server.prototype.close.call(server);

@@ -56,4 +56,87 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
       CREATE TABLE heartbeat (id integer PRIMARY KEY CHECK (id = 1), at bigint NOT NULL);
     `,
   },
+  {
+    version: 2,
+    name: 'reserve, settle and release as one round trip each',
+    // Each function is one statement, so one round trip and one implicit transaction: the key's
+    // row is locked first (FOR UPDATE), then, in READ COMMITTED, every later statement of a
+    // VOLATILE function takes a fresh snapshot and sees the reservations committed before the
+    // lock was granted. The lock is held for the server-side work only, not for network trips.
+    sql: `
+      CREATE FUNCTION dg_reserve(p_key text, p_request text, p_amount bigint, p_at bigint, p_stale_before bigint)
+      RETURNS TABLE (granted boolean, reservation bigint, available bigint)
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_credits bigint;
+        v_held bigint;
+      BEGIN
+        SELECT k.credits_micro INTO v_credits FROM api_keys k WHERE k.id = p_key FOR UPDATE;
+        IF NOT FOUND THEN
+          RETURN QUERY SELECT false, NULL::bigint, 0::bigint;
+          RETURN;
+        END IF;
+        IF v_credits IS NULL THEN
+          RETURN QUERY SELECT true, NULL::bigint, NULL::bigint;
+          RETURN;
+        END IF;
+        SELECT COALESCE(SUM(r.amount_micro), 0) INTO v_held FROM reservations r
+        WHERE r.key_id = p_key AND r.created_at >= p_stale_before;
+        IF v_credits - v_held < p_amount THEN
+          RETURN QUERY SELECT false, NULL::bigint, GREATEST(0, v_credits - v_held);
+          RETURN;
+        END IF;
+        RETURN QUERY INSERT INTO reservations (key_id, request_id, amount_micro, created_at)
+          VALUES (p_key, p_request, p_amount, p_at)
+          RETURNING true, reservations.id, v_credits - v_held - p_amount;
+      END
+      $fn$;
+
+      CREATE FUNCTION dg_settle(
+        p_reservation bigint, p_request text, p_key text, p_cost bigint, p_stale_before bigint,
+        p_input integer, p_output integer, p_questions integer, p_status integer, p_elapsed integer, p_at bigint)
+      RETURNS bigint
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_credits bigint;
+        v_held bigint;
+        v_debit bigint := p_cost;
+      BEGIN
+        SELECT k.credits_micro INTO v_credits FROM api_keys k WHERE k.id = p_key FOR UPDATE;
+        IF p_reservation IS NOT NULL THEN
+          -- The request id too: a reservation swept as stale must not take a newer one with it.
+          DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request;
+        END IF;
+        IF v_credits IS NOT NULL THEN
+          -- Never more than the key can still cover beside other live reservations; stale ones
+          -- count nowhere (SPEC §7).
+          SELECT COALESCE(SUM(r.amount_micro), 0) INTO v_held FROM reservations r
+          WHERE r.key_id = p_key AND r.created_at >= p_stale_before;
+          v_debit := LEAST(p_cost, GREATEST(0, v_credits - v_held));
+          UPDATE api_keys SET credits_micro = credits_micro - v_debit, last_used_at = p_at WHERE id = p_key;
+        ELSE
+          UPDATE api_keys SET last_used_at = p_at WHERE id = p_key;
+        END IF;
+        INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status, elapsed_ms, at)
+        VALUES (p_request, p_key, v_debit, p_input, p_output, p_questions, p_status, p_elapsed, p_at);
+        RETURN v_debit;
+      END
+      $fn$;
+
+      CREATE FUNCTION dg_release(
+        p_reservation bigint, p_request text, p_key text,
+        p_input integer, p_output integer, p_questions integer, p_status integer, p_elapsed integer, p_at bigint)
+      RETURNS void
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      BEGIN
+        IF p_reservation IS NOT NULL THEN
+          DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request;
+        END IF;
+        INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status, elapsed_ms, at)
+        VALUES (p_request, p_key, 0, p_input, p_output, p_questions, p_status, p_elapsed, p_at);
+        UPDATE api_keys SET last_used_at = p_at WHERE id = p_key;
+      END
+      $fn$;
+    `,
+  },
 ];

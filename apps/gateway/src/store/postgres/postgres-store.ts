@@ -1,5 +1,6 @@
 import postgres from 'postgres';
-import type { KeyAuth, KeyRecord, Store, UsageEntry } from '../store.ts';
+import { KEY_COLUMNS, type KeyRow, toKey, toUsage, type UsageRow } from '../rows.ts';
+import type { KeyAuth, Store } from '../store.ts';
 import { pageOf } from '../store.ts';
 import { POSTGRES_MIGRATIONS } from './migrations.ts';
 
@@ -21,58 +22,6 @@ type Sql = postgres.Sql<{ int8: number }>;
 const MIGRATION_LOCK = 0x4447_0001;
 /** Readiness must answer promptly, even while the database does not. */
 const READY_TIMEOUT_MS = 2_000;
-
-interface KeyRow {
-  id: string;
-  name: string;
-  prefix: string;
-  credits_micro: number | null;
-  rate_limit_per_minute: number | null;
-  created_at: number;
-  expires_at: number | null;
-  revoked_at: number | null;
-  last_used_at: number | null;
-}
-
-interface UsageRow {
-  request_id: string;
-  key_id: string;
-  credits_micro: number;
-  input_tokens: number;
-  output_tokens: number;
-  questions: number;
-  status: number;
-  elapsed_ms: number;
-  at: number;
-}
-
-function toKey(row: KeyRow): KeyRecord {
-  return {
-    id: row.id,
-    name: row.name,
-    prefix: row.prefix,
-    creditsMicro: row.credits_micro,
-    rateLimitPerMinute: row.rate_limit_per_minute,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    revokedAt: row.revoked_at,
-    lastUsedAt: row.last_used_at,
-  };
-}
-
-function toUsage(row: UsageRow): UsageEntry {
-  return {
-    requestId: row.request_id,
-    keyId: row.key_id,
-    creditsMicro: row.credits_micro,
-    inputTokens: row.input_tokens,
-    outputTokens: row.output_tokens,
-    questions: row.questions,
-    status: row.status,
-    elapsedMs: row.elapsed_ms,
-    at: row.at,
-  };
-}
 
 /** Apply the migrations the database has not seen yet, under an advisory lock; returns those applied. */
 export async function migratePostgres(sql: Sql): Promise<number[]> {
@@ -101,9 +50,10 @@ export interface PostgresStoreOptions {
 
 /**
  * The Store on PostgreSQL (postgres.js), for any number of gateway instances on one database.
- * Reserve and settle are each one transaction that locks the key's row first (SELECT … FOR
- * UPDATE), so concurrent requests on one key, from any instance, queue on that row and each sees
- * the reservations committed before it: no lost update, no overspending. There is no key cache:
+ * Reserve, settle and release are each one statement calling a function of the schema (migration
+ * 2), so one round trip and one transaction: it locks the key's row first (SELECT … FOR UPDATE),
+ * so concurrent requests on one key, from any instance, queue on that row and each sees the
+ * reservations committed before it: no lost update, no overspending. There is no key cache:
  * authentication reads the key by its hash on every request, so a revocation or expiry made
  * through any instance is refused by every instance on the next request (SPEC §5).
  */
@@ -125,24 +75,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   /** Stale reservations are swept at most once a minute per instance; they count nowhere before. */
   let lastSweep = 0;
 
-  const keyColumns = sql`id, name, prefix, credits_micro, rate_limit_per_minute, created_at, expires_at, revoked_at, last_used_at`;
-
-  /** What live reservations of a key hold, read after its row is locked (a fresh snapshot). */
-  const held = async (tx: postgres.TransactionSql<{ int8: number }>, keyId: string, since: number) => {
-    const [row] = await tx<{ held: number }[]>`
-      SELECT COALESCE(SUM(amount_micro), 0)::bigint AS held FROM reservations
-      WHERE key_id = ${keyId} AND created_at >= ${since}`;
-    return row?.held ?? 0;
-  };
-
-  const insertUsage = (
-    tx: postgres.TransactionSql<{ int8: number }>,
-    entry: UsageEntry,
-    credits: number,
-  ) => tx`
-    INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status, elapsed_ms, at)
-    VALUES (${entry.requestId}, ${entry.keyId}, ${credits}, ${entry.inputTokens}, ${entry.outputTokens},
-            ${entry.questions}, ${entry.status}, ${entry.elapsedMs}, ${entry.at})`;
+  const keyColumns = sql.unsafe(KEY_COLUMNS);
 
   return {
     async createKey(key) {
@@ -209,51 +142,26 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
         lastSweep = at;
         await sql`DELETE FROM reservations WHERE created_at < ${staleBefore}`;
       }
-      return sql.begin(async (tx) => {
-        const [key] = await tx<{ credits: number | null }[]>`
-          SELECT credits_micro AS credits FROM api_keys WHERE id = ${keyId} FOR UPDATE`;
-        if (!key) return { ok: false, code: 'insufficient_credits', availableMicro: 0 } as const;
-        if (key.credits === null) return { ok: true, reservationId: null } as const;
-        const available = key.credits - (await held(tx, keyId, staleBefore));
-        if (available < amount)
-          return { ok: false, code: 'insufficient_credits', availableMicro: Math.max(0, available) } as const;
-        const [row] = await tx<{ id: number }[]>`
-          INSERT INTO reservations (key_id, request_id, amount_micro, created_at)
-          VALUES (${keyId}, ${requestId}, ${amount}, ${at}) RETURNING id`;
-        return { ok: true, reservationId: String(row?.id) } as const;
-      });
+      const [row] = await sql<{ granted: boolean; reservation: number | null; available: number | null }[]>`
+        SELECT * FROM dg_reserve(${keyId}, ${requestId}, ${amount}::bigint, ${at}::bigint, ${staleBefore}::bigint)`;
+      if (row?.granted)
+        return { ok: true, reservationId: row.reservation === null ? null : String(row.reservation) };
+      return { ok: false, code: 'insufficient_credits', availableMicro: row?.available ?? 0 };
     },
 
     async settle(reservationId, entry, staleBefore) {
-      return sql.begin(async (tx) => {
-        const [key] = await tx<{ credits: number | null }[]>`
-          SELECT credits_micro AS credits FROM api_keys WHERE id = ${entry.keyId} FOR UPDATE`;
-        if (reservationId !== null) {
-          // The request id too: a reservation swept as stale must not take a newer one with it.
-          await tx`DELETE FROM reservations WHERE id = ${Number(reservationId)} AND request_id = ${entry.requestId}`;
-        }
-        let debit = entry.creditsMicro;
-        if (key && key.credits !== null) {
-          // Never more than the key can still cover beside other live reservations (stale ones
-          // count nowhere, SPEC §7).
-          debit = Math.min(debit, Math.max(0, key.credits - (await held(tx, entry.keyId, staleBefore))));
-          await tx`UPDATE api_keys SET credits_micro = credits_micro - ${debit}, last_used_at = ${entry.at}
-                   WHERE id = ${entry.keyId}`;
-        } else {
-          await tx`UPDATE api_keys SET last_used_at = ${entry.at} WHERE id = ${entry.keyId}`;
-        }
-        await insertUsage(tx, entry, debit);
-        return debit;
-      });
+      const [row] = await sql<{ debit: number }[]>`
+        SELECT dg_settle(${reservationId === null ? null : Number(reservationId)}::bigint, ${entry.requestId},
+          ${entry.keyId}, ${entry.creditsMicro}::bigint, ${staleBefore}::bigint, ${entry.inputTokens},
+          ${entry.outputTokens}, ${entry.questions}, ${entry.status}, ${entry.elapsedMs}, ${entry.at}::bigint) AS debit`;
+      return row?.debit ?? 0;
     },
 
     async release(reservationId, entry) {
-      await sql.begin(async (tx) => {
-        if (reservationId !== null)
-          await tx`DELETE FROM reservations WHERE id = ${Number(reservationId)} AND request_id = ${entry.requestId}`;
-        await insertUsage(tx, entry, 0);
-        await tx`UPDATE api_keys SET last_used_at = ${entry.at} WHERE id = ${entry.keyId}`;
-      });
+      await sql`
+        SELECT dg_release(${reservationId === null ? null : Number(reservationId)}::bigint, ${entry.requestId},
+          ${entry.keyId}, ${entry.inputTokens}, ${entry.outputTokens}, ${entry.questions}, ${entry.status},
+          ${entry.elapsedMs}, ${entry.at}::bigint)`;
     },
 
     async usage(keyId, limit) {

@@ -1,10 +1,10 @@
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { KEY_COLUMNS, type KeyRow, toKey, toUsage, type UsageRow } from '../rows.ts';
 import type {
   AdjustResult,
   KeyAuth,
-  KeyRecord,
   NewKey,
   ReserveResult,
   Store,
@@ -15,64 +15,8 @@ import { pageOf } from '../store.ts';
 import { createGroupCommit } from './group-commit.ts';
 import { MIGRATIONS } from './migrations.ts';
 
-interface KeyRow {
-  id: string;
-  name: string;
-  prefix: string;
-  credits_micro: number | null;
-  rate_limit_per_minute: number | null;
-  created_at: number;
-  expires_at: number | null;
-  revoked_at: number | null;
-  last_used_at: number | null;
-}
-
-interface UsageRow {
-  id: number;
-  request_id: string;
-  key_id: string;
-  credits_micro: number;
-  input_tokens: number;
-  output_tokens: number;
-  questions: number;
-  status: number;
-  elapsed_ms: number;
-  at: number;
-}
-
 /** Keys kept for authentication; past this many the cache starts again from empty. */
 const KEY_CACHE_LIMIT = 10_000;
-
-const KEY_COLUMNS =
-  'id, name, prefix, credits_micro, rate_limit_per_minute, created_at, expires_at, revoked_at, last_used_at';
-
-function toKey(row: KeyRow): KeyRecord {
-  return {
-    id: row.id,
-    name: row.name,
-    prefix: row.prefix,
-    creditsMicro: row.credits_micro,
-    rateLimitPerMinute: row.rate_limit_per_minute,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    revokedAt: row.revoked_at,
-    lastUsedAt: row.last_used_at,
-  };
-}
-
-function toUsage(row: UsageRow): UsageEntry {
-  return {
-    requestId: row.request_id,
-    keyId: row.key_id,
-    creditsMicro: row.credits_micro,
-    inputTokens: row.input_tokens,
-    outputTokens: row.output_tokens,
-    questions: row.questions,
-    status: row.status,
-    elapsedMs: row.elapsed_ms,
-    at: row.at,
-  };
-}
 
 /** Apply the migrations this file has not seen yet; returns the versions applied. */
 export function migrate(db: Database.Database): number[] {
