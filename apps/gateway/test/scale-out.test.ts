@@ -28,7 +28,7 @@ beforeAll(async () => {
     instances.push(
       startGatewayProcess(cwd, {
         DATABASE_URL: database.url,
-        DATABASE_POOL_SIZE: '5',
+        DATABASE_POOL_SIZE: '4',
         REDIS_URL: TEST_REDIS_URL,
         REDIS_KEY_PREFIX: prefix,
         ADMIN_TOKEN,
@@ -120,7 +120,7 @@ describe('three instances on one PostgreSQL and one Redis', () => {
 
   it('runs pnpm keys against the same database', async () => {
     let out = '';
-    const env = { DATABASE_URL: database.url };
+    const env = { DATABASE_URL: database.url, DATABASE_POOL_SIZE: '2' };
     const code = await runKeysCli(
       ['create', '--name', 'from-cli', '--credits', '3', '--json'],
       env,
@@ -177,7 +177,7 @@ describe('a PostgreSQL gateway whose database goes away', () => {
     proxied.port = String((proxy.address() as { port: number }).port);
     proxied.hostname = '127.0.0.1';
     proxyUrl = proxied.toString();
-    instance = startGatewayProcess(cwd, { DATABASE_URL: proxyUrl, ADMIN_TOKEN });
+    instance = startGatewayProcess(cwd, { DATABASE_URL: proxyUrl, DATABASE_POOL_SIZE: '2', ADMIN_TOKEN });
     url = await listeningAddress(instance, 60_000);
   }, 90_000);
 
@@ -219,6 +219,7 @@ describe('a gateway whose Redis is down', () => {
     const own = await createTestDatabase();
     const instance = startGatewayProcess(cwd, {
       DATABASE_URL: own.url,
+      DATABASE_POOL_SIZE: '2',
       REDIS_URL: `redis://127.0.0.1:${port}`,
       ADMIN_TOKEN,
     });

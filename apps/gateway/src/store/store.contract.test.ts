@@ -28,10 +28,10 @@ storeContract('SQLite', async () => {
 
 storeContract('PostgreSQL', async () => {
   const database = await createTestDatabase();
-  const store = await openPostgresStore(database.url, { poolSize: 5 });
+  const store = await openPostgresStore(database.url, { poolSize: 3 });
   return {
     store,
-    openAnother: () => openPostgresStore(database.url, { poolSize: 5 }),
+    openAnother: () => openPostgresStore(database.url, { poolSize: 3 }),
     async cleanup() {
       await store.close();
       await database.drop();
