@@ -172,8 +172,9 @@ describe('readLabels', () => {
   });
 });
 
-describe('real llama.cpp server responses (../shared/fixtures/llama-server)', () => {
-  const dir = join(import.meta.dirname, '../../../../shared/fixtures/llama-server');
+// Copied from the team's shared/fixtures/llama-server (see the README there), so a clone alone runs them.
+describe('real llama.cpp server responses (fixtures/llama-server)', () => {
+  const dir = join(import.meta.dirname, 'fixtures/llama-server');
   const exchanges = readdirSync(dir)
     .filter((name) => name.startsWith('exchanges-'))
     .flatMap((name) =>
