@@ -162,7 +162,7 @@ describe('SIGTERM with clients that never finish', () => {
 describe('REQUEST_TIMEOUT_MS', () => {
   it('answers 408 / 40800 in the envelope to a body that does not arrive in time, closes the socket, charges nothing', async () => {
     const cwd = workdir();
-    const { url } = await gateway(cwd, { REQUEST_TIMEOUT_MS: '1000' });
+    const { running, url } = await gateway(cwd, { REQUEST_TIMEOUT_MS: '1000' });
     const { id, key } = await createKey(url, 10);
     const slow = await rawSocket(url);
     slow.socket.write(
@@ -182,6 +182,12 @@ describe('REQUEST_TIMEOUT_MS', () => {
     expect(answer.headers['x-request-id']).toBe(answer.body.requestId);
     const shown = await get(url, `/admin/keys/${id}`, bearer(ADMIN_TOKEN));
     expect(shown.body.data.credits).toBe(10);
+    // The abandoned request is over: no error logged, nothing left counted as in flight (but
+    // the scrape itself), and one request line with its code.
+    const metrics = await fetch(`${url}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/dg_http_requests_in_flight 1\b/);
+    expect(running.logs().filter((l) => (l.level as number) >= 50)).toEqual([]);
+    expect(running.logs().filter((l) => l.msg === 'request' && l.code === 40800)).toHaveLength(1);
   });
 
   it('answers 408 and closes a connection stalled in the middle of its headers', async () => {
@@ -208,6 +214,22 @@ describe('answers below the router', () => {
     expect(answer.status).toBe(431);
     expect(answer.body).toMatchObject({ code: 43100, data: null, error: { type: 'headers_too_large' } });
     expect(answer.headers['x-request-id']).toBe(answer.body.requestId);
+  });
+
+  it('forgets a request whose client leaves in the middle of its body: not in flight, no error', async () => {
+    const cwd = workdir();
+    const { running, url } = await gateway(cwd, {});
+    const leaving = await rawSocket(url);
+    leaving.socket.write(
+      'POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"mo',
+    );
+    await sleep(100);
+    leaving.socket.destroy();
+    await sleep(200);
+    const metrics = await fetch(`${url}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/dg_http_requests_in_flight 1\b/); // the scrape itself
+    expect(running.logs().filter((l) => (l.level as number) >= 50)).toEqual([]);
+    expect(running.logs().some((l) => l.msg === 'request aborted by the client')).toBe(true);
   });
 
   it('closes a connection whose bytes are not HTTP at all', async () => {

@@ -54,7 +54,10 @@ export function createConnections(options: ConnectionOptions) {
       ...(native ? [`x-typesafe-request-id: ${requestId}`] : []),
     ].join('\r\n');
     socket.end(`${head}\r\n\r\n${body}`, () => socket.destroy());
-    if (request) request.gatewayCode = gatewayFailure.code;
+    if (request) {
+      request.gatewayCode = gatewayFailure.code;
+      request.answeredBelowRouter = true;
+    }
     options.onAnswered(gatewayFailure.status, gatewayFailure.code);
     options.logger.info(
       {

@@ -102,6 +102,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.decorateRequest('gatewayCode', undefined);
   app.decorateRequest('evaluationLog', undefined);
   app.decorateRequest('sentContentType', undefined);
+  app.decorateRequest('answeredBelowRouter', false);
+  app.decorateRequest('finished', false);
 
   // The hooks take `done` rather than being async: they never wait, and every request runs them.
   app.addHook('onRequest', (request, reply, done) => {
@@ -129,7 +131,20 @@ export function buildGateway(options: GatewayOptions): Gateway {
   });
 
   // One line per request, with what the evaluation said about itself; never a key or token.
+  // A request whose client went away, or that was answered below the router (408), gets no
+  // onResponse: it leaves the in-flight count here, once, and says so in the log.
+  app.addHook('onRequestAbort', (request, done) => {
+    if (request.finished) return done();
+    request.finished = true;
+    metrics.inFlight.dec();
+    if (!request.answeredBelowRouter)
+      request.log.info({ path: request.url.split('?', 1)[0] }, 'request aborted by the client');
+    done();
+  });
+
   app.addHook('onResponse', (request, reply, done) => {
+    if (request.finished) return done();
+    request.finished = true;
     const log = request.evaluationLog;
     observe(
       metrics,
@@ -180,7 +195,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     const known = failureOfFastifyError(error);
-    if (!known) request.log.error({ err: error }, 'unhandled error');
+    // A body cut short because the client left (or a timeout answered it) is not the gateway's fault.
+    const gone = request.answeredBelowRouter || request.raw.destroyed || error.code === 'ECONNRESET';
+    if (!known && !gone) request.log.error({ err: error }, 'unhandled error');
     const gatewayFailure = known ?? failure('internal_error', 'internal error');
     if (request.url.startsWith('/trpc/')) {
       request.gatewayCode = gatewayFailure.code;
