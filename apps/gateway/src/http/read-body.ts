@@ -18,7 +18,8 @@ export function readRawBodies(
     // Fastify, which then hands every body to the one parser below.
     app.addHook('onRequest', (request, _reply, done) => {
       request.sentContentType = request.headers['content-type'];
-      delete request.headers['content-type'];
+      // Assigned, not deleted: `delete` would turn the headers object into a slow dictionary.
+      request.headers['content-type'] = undefined;
       done();
     });
   }
