@@ -51,45 +51,44 @@ async function answersEverySize(gw: TestGateway) {
   );
 }
 
+/** A gateway whose upstream is a peer on loopback (or the built-in lexical one when there is none). */
+function onUpstream(
+  name: string,
+  peer?: () => Promise<{ url: string; close(): Promise<void> }>,
+  env: (url: string) => Record<string, string> = () => ({}),
+) {
+  describe(`on the ${name} upstream`, () => {
+    let gw: TestGateway;
+    let server: { url: string; close(): Promise<void> } | undefined;
+    beforeAll(async () => {
+      server = await peer?.();
+      if (server === undefined) {
+        gw = await startGateway();
+        return;
+      }
+      const loaded = loadConfig(env(server.url));
+      if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
+      const upstream = loaded.config.upstream;
+      gw = await startGateway({ upstream: (logger) => createUpstream(upstream, logger) });
+    });
+    afterAll(async () => {
+      await gw.close();
+      await server?.close();
+    });
+    it('answers them all', () => answersEverySize(gw));
+  });
+}
+
 describe('every choice size and score size answers 200', () => {
-  describe('on the lexical upstream', () => {
-    let gw: TestGateway;
-    beforeAll(async () => {
-      gw = await startGateway();
-    });
-    afterAll(() => gw.close());
-    it('answers them all', () => answersEverySize(gw));
-  });
-
-  describe('on the systemone upstream', () => {
-    let gw: TestGateway;
-    let standIn: Awaited<ReturnType<typeof startStandIn>>;
-    beforeAll(async () => {
-      standIn = await startStandIn((req, res) => json(res, 200, nativeAnswer(req)));
-      const loaded = loadConfig({ UPSTREAM: 'systemone', UPSTREAM_BASE_URL: standIn.url });
-      if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
-      gw = await startGateway({ upstream: (logger) => createUpstream(loaded.config.upstream, logger) });
-    });
-    afterAll(async () => {
-      await gw.close();
-      await standIn.close();
-    });
-    it('answers them all', () => answersEverySize(gw));
-  });
-
-  describe('on the openai upstream (a simulated model server)', () => {
-    let gw: TestGateway;
-    let server: Awaited<ReturnType<typeof startSimulatedServer>>;
-    beforeAll(async () => {
-      server = await startSimulatedServer(createSimulatedModel({ seed: 5 }));
-      const loaded = loadConfig({ UPSTREAM: 'openai', UPSTREAM_BASE_URL: server.url, UPSTREAM_MODEL: 'sim' });
-      if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
-      gw = await startGateway({ upstream: (logger) => createUpstream(loaded.config.upstream, logger) });
-    });
-    afterAll(async () => {
-      await gw.close();
-      await server.close();
-    });
-    it('answers them all', () => answersEverySize(gw));
-  });
+  onUpstream('lexical');
+  onUpstream(
+    'systemone',
+    () => startStandIn((req, res) => json(res, 200, nativeAnswer(req))),
+    (url) => ({ UPSTREAM: 'systemone', UPSTREAM_BASE_URL: url }),
+  );
+  onUpstream(
+    'openai (a simulated model server)',
+    () => startSimulatedServer(createSimulatedModel({ seed: 5 })),
+    (url) => ({ UPSTREAM: 'openai', UPSTREAM_BASE_URL: url, UPSTREAM_MODEL: 'sim' }),
+  );
 });
