@@ -89,6 +89,32 @@ describe('tRPC door: same semantics as REST', () => {
     expect(body.error.data.requestId).toBe(response.headers.get('x-request-id'));
   });
 
+  it('keeps SPEC §4 order on this door: authentication before the media type and the JSON', async () => {
+    const send = (headers: Record<string, string>, body: string) =>
+      fetch(`${gw.url}/trpc/evaluate`, { method: 'POST', headers, body }).then(async (r) => ({
+        status: r.status,
+        data: ((await r.json()) as any).error?.data,
+      }));
+    // No key: 40100 whatever the body and its media type.
+    expect(await send({ 'content-type': 'foo' }, '{"state":')).toMatchObject({
+      status: 401,
+      data: { code: 40100 },
+    });
+    expect(await send({ 'content-type': 'application/json' }, '{"state":')).toMatchObject({
+      status: 401,
+      data: { code: 40100 },
+    });
+    // A key: then the media type (415, also for one that does not parse), then the JSON (40000).
+    const withKey = (contentType: string) => ({ 'content-type': contentType, ...bearer(key.key) });
+    const body = JSON.stringify(sampleRequest());
+    expect(await send(withKey('text/plain'), body)).toMatchObject({ status: 415, data: { code: 41500 } });
+    expect(await send(withKey(';;;'), body)).toMatchObject({ status: 415, data: { code: 41500 } });
+    expect(await send(withKey('application/json; charset=utf-8'), '\uFEFF{}')).toMatchObject({
+      status: 400,
+      data: { code: 40000 },
+    });
+  });
+
   it('maps tRPC-level failures: bad JSON → 40000, unknown procedure → 40400, too large → 41300', async () => {
     const badJson = await fetch(`${gw.url}/trpc/evaluate`, {
       method: 'POST',

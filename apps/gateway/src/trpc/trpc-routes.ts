@@ -1,27 +1,27 @@
-import { failure } from '@decision-gateway/contract';
-import { TRPCError } from '@trpc/server';
 import { resolveResponse } from '@trpc/server/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { keyCheckFailure, verifyApiKey } from '../auth/api-keys.ts';
 import type { Evaluate } from '../core/evaluate.ts';
 import { retryAfterSeconds } from '../http/envelope.ts';
-import { readRawBodies } from '../http/read-body.ts';
+import { rawEvaluationCall, readRawBodies } from '../http/read-body.ts';
 import type { Store } from '../store/store.ts';
 import { failureOfTrpcError, trpcErrorBody } from './errors.ts';
-import { appRouter, runEvaluate, type TrpcContext } from './router.ts';
+import { appRouter, type TrpcContext } from './router.ts';
 
 /**
  * tRPC door at `/trpc/<procedure>`, served by tRPC's fetch-style resolver on the body Fastify has
- * already read (as text, under the same 32 KiB limit), so errors keep tRPC's shape.
+ * already read (as bytes, under the same 32 KiB limit), so errors keep tRPC's shape.
  */
 export async function trpcRoutes(app: FastifyInstance, opts: { evaluate: Evaluate; store: Store }) {
-  readRawBodies(app, 'string');
+  // The media type is judged by the evaluation core, after authentication (SPEC §4), as on REST.
+  readRawBodies(app, 'buffer', { mediaTypeAfterAuth: true });
 
   app.route<{ Params: { path: string } }>({
     method: ['GET', 'POST'],
     url: '/trpc/:path',
     handler: async (request, reply) => {
-      const body = typeof request.body === 'string' ? request.body : undefined;
+      const bytes = Buffer.isBuffer(request.body) ? request.body : undefined;
+      const body = bytes?.toString('utf8');
       const createContext = async (): Promise<TrpcContext> => ({
         requestId: request.id,
         evaluate: async (input) => {
@@ -46,7 +46,7 @@ export async function trpcRoutes(app: FastifyInstance, opts: { evaluate: Evaluat
         request.params.path === 'evaluate' &&
         !('batch' in (request.query as object))
       ) {
-        return evaluateFast(request, reply, body, createContext);
+        return evaluateFast(request, reply, opts.evaluate);
       }
 
       const url = `http://${request.headers.host ?? 'localhost'}${request.url}`;
@@ -54,6 +54,7 @@ export async function trpcRoutes(app: FastifyInstance, opts: { evaluate: Evaluat
       for (const [name, value] of Object.entries(request.headers)) {
         if (typeof value === 'string') headers.set(name, value);
       }
+      if (request.sentContentType !== undefined) headers.set('content-type', request.sentContentType);
       const response = await resolveResponse({
         router: appRouter,
         createContext,
@@ -92,39 +93,25 @@ export async function trpcRoutes(app: FastifyInstance, opts: { evaluate: Evaluat
 }
 
 /**
- * `POST /trpc/evaluate`, the hot path, without tRPC's fetch-style resolver: the procedure's own
- * function and context, but no Web Request/Response objects and no procedure runner per call. The
- * wire format is tRPC's HTTP RPC format (`{result: {data}}` or `{error: {message, code, data}}`,
- * status from the error), which `httpLink` reads; every other call (GET, batches, unknown
- * procedures) takes the full resolver.
+ * `POST /trpc/evaluate`, the hot path, without tRPC's fetch-style resolver: the raw body goes to
+ * the evaluation core exactly as on REST (so SPEC §4's order holds: authentication before media
+ * type and JSON), and the outcome is written in tRPC's HTTP RPC format (`{result: {data}}` or
+ * `{error: {message, code, data}}`, status from the error), which `httpLink` reads. Every other
+ * call (GET, batches, unknown procedures) takes the full resolver.
  */
-async function evaluateFast(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  body: string | undefined,
-  createContext: () => Promise<TrpcContext>,
-) {
+async function evaluateFast(request: FastifyRequest, reply: FastifyReply, evaluate: Evaluate) {
   reply.type('application/json');
-  let input: unknown;
-  try {
-    input = body === undefined || body === '' ? undefined : JSON.parse(body);
-  } catch (error) {
-    const parseFailure = failure('invalid_json', `the body is not valid JSON: ${(error as Error).message}`);
-    request.gatewayCode = parseFailure.code;
-    return reply.code(parseFailure.status).send(trpcErrorBody(parseFailure, request.id, 'evaluate'));
+  const outcome = await evaluate(rawEvaluationCall(request));
+  request.evaluationLog = outcome.log;
+  if (outcome.ok) {
+    request.gatewayCode = 0;
+    return reply.code(200).send(JSON.stringify({ result: { data: outcome.data } }));
   }
-  try {
-    const data = await runEvaluate(await createContext(), input);
-    return reply.code(200).send(JSON.stringify({ result: { data } }));
-  } catch (error) {
-    const gatewayFailure =
-      error instanceof TRPCError ? failureOfTrpcError(error) : failure('internal_error', 'internal error');
-    if (!(error instanceof TRPCError)) request.log.error({ err: error }, 'tRPC evaluate failed unexpectedly');
-    if (gatewayFailure.retryAfterMs !== undefined)
-      reply.header('retry-after', retryAfterSeconds(gatewayFailure.retryAfterMs));
-    request.gatewayCode ??= gatewayFailure.code;
-    return reply.code(gatewayFailure.status).send(trpcErrorBody(gatewayFailure, request.id, 'evaluate'));
-  }
+  const { failure: gatewayFailure } = outcome;
+  if (gatewayFailure.retryAfterMs !== undefined)
+    reply.header('retry-after', retryAfterSeconds(gatewayFailure.retryAfterMs));
+  request.gatewayCode = gatewayFailure.code;
+  return reply.code(gatewayFailure.status).send(trpcErrorBody(gatewayFailure, request.id, 'evaluate'));
 }
 
 /** tRPC has no context when it fails before creating one (bad JSON): add the request id then. */
