@@ -91,6 +91,7 @@ export interface Evaluator {
 
 /** A request between its reservation and its settlement. */
 interface Flight {
+  call: EvaluationCall;
   key: KeyAuth;
   reservationId: string | null;
   questions: number;
@@ -189,6 +190,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     }
 
     flights.set(call.requestId, {
+      call,
       key,
       reservationId: reservation.reservationId,
       questions: log.questions,
@@ -206,21 +208,15 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
   }
 
   async function abandonInFlight(): Promise<number> {
-    const pending = [...flights.entries()].filter(([, flight]) => !flight.abandoned && !flight.settling);
-    for (const [, flight] of pending) flight.abandoned = true;
+    const pending = [...flights.values()].filter((flight) => !flight.abandoned && !flight.settling);
+    for (const flight of pending) flight.abandoned = true;
+    const none = { input_tokens: 0, output_tokens: 0 };
     await Promise.all(
-      pending.map(([requestId, flight]) =>
-        deps.store.release(flight.reservationId, {
-          requestId,
-          keyId: flight.key.id,
-          creditsMicro: 0,
-          inputTokens: 0,
-          outputTokens: 0,
-          questions: flight.questions,
-          status: 503,
-          elapsedMs: 0,
-          at: clock(),
-        }),
+      pending.map((flight) =>
+        deps.store.release(
+          flight.reservationId,
+          usageEntry(flight.call, flight.key, none, 0, 503, flight.questions),
+        ),
       ),
     );
     return pending.length;

@@ -1,3 +1,5 @@
+import { groupsOf } from '@decision-gateway/questions';
+
 /**
  * A question's label distribution from a model server's next-token `top_logprobs` (SPEC §8), when
  * the list is short (OpenAI and vLLM cap it at 20), spends slots on spelling variants (" A", "A",
@@ -154,7 +156,7 @@ async function estimate(
   budget: { extra: number },
 ): Promise<Scale> {
   if (options.length <= size) return askDirectly(options, ask, size, budget);
-  const groups = evenGroups(options, size);
+  const groups = groupsOf(options, size);
   const scales = await Promise.all(groups.map((group) => estimate(group, ask, size, budget)));
   const leaders = groups.map((group, g) => leaderOf(group, scales[g] as Scale));
   const top = await estimate(leaders, ask, size, budget);
@@ -208,12 +210,4 @@ async function askDirectly(
 
 function leaderOf(group: readonly number[], scale: Scale): number {
   return group.reduce((a, b) => ((scale.weight.get(b) as number) > (scale.weight.get(a) as number) ? b : a));
-}
-
-/** ceil(n/size) groups of near-equal size, in order. */
-function evenGroups<T>(items: readonly T[], size: number): T[][] {
-  const count = Math.ceil(items.length / size);
-  return Array.from({ length: count }, (_, g) =>
-    items.slice(Math.floor((g * items.length) / count), Math.floor(((g + 1) * items.length) / count)),
-  );
 }
