@@ -11,7 +11,7 @@ describe('loadConfig', () => {
       embeddedDatabase: true,
       adminToken: undefined,
       rateLimitPerMinute: 600,
-      upstream: { kind: 'lexical', timeoutMs: 10_000, maxRetries: 2 },
+      upstream: { name: 'lexical', config: { kind: 'lexical', timeoutMs: 10_000 } },
       pricing: { creditsPer1kInput: 1, creditsPer1kOutput: 0 },
       logLevel: 'info',
       database: { kind: 'sqlite', path: './data/gateway.db' },
@@ -40,7 +40,7 @@ describe('loadConfig', () => {
       database: { kind: 'sqlite', path: '/tmp/x.db' },
       embeddedDatabase: false,
       rateLimitPerMinute: 0,
-      upstream: { timeoutMs: 2500 },
+      upstream: { config: { timeoutMs: 2500 } },
       pricing: { creditsPer1kInput: 0.5, creditsPer1kOutput: 2 },
       logLevel: 'info',
     });
@@ -49,7 +49,7 @@ describe('loadConfig', () => {
   it('defaults systemone to the hosted API and its model', () => {
     const loaded = loadConfig({ UPSTREAM: 'systemone' });
     if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
-    expect(loaded.config.upstream).toMatchObject({
+    expect(loaded.config.upstream.config).toMatchObject({
       kind: 'systemone',
       baseUrl: 'https://api.typesafe.ai',
       model: 'jev-1.13.0',
@@ -67,7 +67,10 @@ describe('loadConfig', () => {
       UPSTREAM_BASE_URL: 'http://127.0.0.1:8000/v1',
       UPSTREAM_MODEL: 'qwen',
     });
-    expect(ok.ok && ok.config.upstream).toMatchObject({ kind: 'openai', topLogprobs: 20, model: 'qwen' });
+    expect(ok.ok && ok.config.upstream).toMatchObject({
+      name: 'openai',
+      config: { kind: 'openai', topLogprobs: 20, model: 'qwen', maxRetries: 2, timeoutMs: 10_000 },
+    });
   });
 
   it('reads PostgreSQL, its pool, Redis and the timeouts', () => {

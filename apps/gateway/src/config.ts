@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { UPSTREAM_DEFAULTS, UpstreamConfig } from './upstreams/upstream-config.ts';
 
 const integer = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
   z
@@ -29,6 +30,9 @@ const rate = (fallback: number) =>
 
 const emptyAsUndefined = (value: unknown) => (value === '' ? undefined : value);
 
+/** SPEC §10's connection timeouts: the environment's defaults and the server's are these. */
+export const TIMEOUT_DEFAULTS = { requestMs: 30_000, shutdownMs: 30_000 } as const;
+
 /**
  * The gateway's configuration (SPEC §10), read from the environment and validated at start.
  * An empty variable counts as unset.
@@ -51,8 +55,8 @@ export const ConfigSchema = z
       .optional(),
     /** Prefix of every Redis key the gateway writes, so several gateways can share one Redis. */
     REDIS_KEY_PREFIX: z.string().default('dg:'),
-    REQUEST_TIMEOUT_MS: integer(30_000, 1, 3_600_000),
-    SHUTDOWN_TIMEOUT_MS: integer(30_000, 0, 3_600_000),
+    REQUEST_TIMEOUT_MS: integer(TIMEOUT_DEFAULTS.requestMs, 1, 3_600_000),
+    SHUTDOWN_TIMEOUT_MS: integer(TIMEOUT_DEFAULTS.shutdownMs, 0, 3_600_000),
     ADMIN_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
     RATE_LIMIT_PER_MINUTE: integer(600, 0),
     UPSTREAM: z
@@ -61,10 +65,10 @@ export const ConfigSchema = z
     UPSTREAM_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
     UPSTREAM_API_KEY: z.string().optional(),
     UPSTREAM_MODEL: z.string().min(1).optional(),
-    UPSTREAM_TIMEOUT_MS: integer(10_000, 1, 600_000),
-    UPSTREAM_MAX_RETRIES: integer(2, 0, 10),
+    UPSTREAM_TIMEOUT_MS: integer(UPSTREAM_DEFAULTS.timeoutMs, 1, 600_000),
+    UPSTREAM_MAX_RETRIES: integer(UPSTREAM_DEFAULTS.maxRetries, 0, 10),
     /** openai: how many alternatives to ask for; OpenAI allows up to 20, vLLM its max_logprobs. */
-    UPSTREAM_TOP_LOGPROBS: integer(20, 2, 100),
+    UPSTREAM_TOP_LOGPROBS: integer(UPSTREAM_DEFAULTS.topLogprobs, 2, 100),
     CREDITS_PER_1K_INPUT_TOKENS: rate(1),
     CREDITS_PER_1K_OUTPUT_TOKENS: rate(0),
     LOG_LEVEL: z
@@ -91,17 +95,7 @@ export const ConfigSchema = z
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     adminToken: env.ADMIN_TOKEN,
     rateLimitPerMinute: env.RATE_LIMIT_PER_MINUTE,
-    upstream: {
-      kind: env.UPSTREAM,
-      // systemone defaults to the hosted System One API and its model (SPEC §8).
-      baseUrl:
-        env.UPSTREAM_BASE_URL ?? (env.UPSTREAM === 'systemone' ? 'https://api.typesafe.ai' : undefined),
-      apiKey: env.UPSTREAM_API_KEY,
-      model: env.UPSTREAM_MODEL ?? (env.UPSTREAM === 'systemone' ? 'jev-1.13.0' : undefined),
-      timeoutMs: env.UPSTREAM_TIMEOUT_MS,
-      maxRetries: env.UPSTREAM_MAX_RETRIES,
-      topLogprobs: env.UPSTREAM_TOP_LOGPROBS,
-    },
+    upstream: upstreamFromEnv(env),
     pricing: {
       creditsPer1kInput: env.CREDITS_PER_1K_INPUT_TOKENS,
       creditsPer1kOutput: env.CREDITS_PER_1K_OUTPUT_TOKENS,
@@ -110,6 +104,35 @@ export const ConfigSchema = z
   }));
 
 export type Config = z.output<typeof ConfigSchema>;
+
+/** `UPSTREAM` and its `UPSTREAM_*` variables: one upstream, named after its kind (SPEC §12). */
+function upstreamFromEnv(env: {
+  UPSTREAM: 'lexical' | 'systemone' | 'openai';
+  UPSTREAM_BASE_URL?: string | undefined;
+  UPSTREAM_API_KEY?: string | undefined;
+  UPSTREAM_MODEL?: string | undefined;
+  UPSTREAM_TIMEOUT_MS: number;
+  UPSTREAM_MAX_RETRIES: number;
+  UPSTREAM_TOP_LOGPROBS: number;
+}) {
+  const kind = env.UPSTREAM;
+  const remote = {
+    baseUrl: env.UPSTREAM_BASE_URL,
+    apiKey: env.UPSTREAM_API_KEY,
+    model: env.UPSTREAM_MODEL,
+    timeoutMs: env.UPSTREAM_TIMEOUT_MS,
+    maxRetries: env.UPSTREAM_MAX_RETRIES,
+  };
+  const fields =
+    kind === 'lexical'
+      ? { kind, timeoutMs: env.UPSTREAM_TIMEOUT_MS }
+      : kind === 'systemone'
+        ? { kind, ...remote }
+        : { kind, ...remote, topLogprobs: env.UPSTREAM_TOP_LOGPROBS };
+  // Already checked variable by variable above; the schema adds each kind's defaults.
+  const defined = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+  return { name: kind as string, config: UpstreamConfig.parse(defined) };
+}
 
 /** Where keys, credits and usage live: a SQLite file (relative to the working directory) or PostgreSQL. */
 function databaseOf(url: string | undefined, poolSize: number) {

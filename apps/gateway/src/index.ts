@@ -1,3 +1,4 @@
+export type { AppRouter } from '@decision-gateway/api';
 export { verifyApiKey } from './auth/api-keys.ts';
 export { type Config, loadConfig } from './config.ts';
 export { type Pricing, pricingFromCredits } from './core/credits.ts';
@@ -8,5 +9,4 @@ export { createMetrics, type GatewayMetrics } from './metrics.ts';
 export { openPostgresStore } from './store/postgres/postgres-store.ts';
 export { openSqliteStore } from './store/sqlite/sqlite-store.ts';
 export type { Store } from './store/store.ts';
-export type { AppRouter } from './trpc/router.ts';
-export { createUpstream } from './upstreams/create-upstream.ts';
+export { createUpstream } from './upstreams/registry.ts';

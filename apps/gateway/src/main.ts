@@ -7,7 +7,8 @@ import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
 import { createRedisRateLimiter, type SharedRateLimiter } from './rate-limit/redis-rate-limiter.ts';
 import { openStore } from './store/open-store.ts';
-import { createUpstream } from './upstreams/create-upstream.ts';
+import { createUpstream } from './upstreams/registry.ts';
+import { timeoutOf } from './upstreams/upstream-config.ts';
 
 const loaded = loadConfig(process.env);
 if (!loaded.ok) {
@@ -65,7 +66,7 @@ const gateway = buildGateway({
   logger,
   pricing: pricingFromCredits(config.pricing.creditsPer1kInput, config.pricing.creditsPer1kOutput),
   rateLimitPerMinute: config.rateLimitPerMinute,
-  upstreamTimeoutMs: config.upstream.timeoutMs,
+  upstreamTimeoutMs: timeoutOf(config.upstream.config),
   adminToken: config.adminToken,
   metrics,
   requestTimeoutMs: config.requestTimeoutMs,

@@ -266,7 +266,9 @@ describe('a drain under keep-alive load', () => {
     const cwd = workdir();
     let resets = 0;
     let served = 0;
-    let refused503 = 0;
+    // Answers written during the drain carry `Connection: close` (served or 503): proof that the
+    // drain met requests in flight, however fast the machine reconnects afterwards.
+    let answeredWhileDraining = 0;
     for (let round = 0; round < 4; round++) {
       const { running, url } = await gateway(cwd, {
         RATE_LIMIT_PER_MINUTE: '0',
@@ -286,10 +288,10 @@ describe('a drain under keep-alive load', () => {
               body,
             });
             await response.body.text();
+            if (response.headers.connection === 'close') answeredWhileDraining++;
             if (response.statusCode === 200) served++;
             else if (response.statusCode === 503) {
               // A well-behaved client waits as told before it tries again.
-              refused503++;
               await sleep(Number(response.headers['retry-after']) * 1000);
             } else throw new Error(`unexpected ${response.statusCode}`);
           } catch (error) {
@@ -314,6 +316,6 @@ describe('a drain under keep-alive load', () => {
     }
     expect(resets).toBe(0);
     expect(served).toBeGreaterThan(100);
-    expect(refused503).toBeGreaterThan(0);
+    expect(answeredWhileDraining).toBeGreaterThan(0);
   }, 60_000);
 });

@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLexicalUpstream } from '@decision-gateway/questions';
+import { Pool } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { listeningAddress, startGatewayProcess } from './gateway-process.ts';
-import { bearer, get, post, sampleRequest, scriptedUpstream, sleep, startGateway } from './harness.ts';
+import { bearer, post, sampleRequest, scriptedUpstream, startGateway } from './harness.ts';
 
 const startProcess = startGatewayProcess;
 
@@ -60,29 +61,61 @@ describe('process lifecycle (pnpm start)', () => {
 describe('graceful drain', () => {
   it('finishes and settles in-flight requests, refuses new ones, and answers /readyz 503 while draining', async () => {
     const lexical = createLexicalUpstream();
+    // The upstream holds the request until the test has seen the drain's answers: no timing.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     const upstream = scriptedUpstream(
       async (call) => {
-        await sleep(400);
+        await held;
         return lexical.answer(call);
       },
       (request, bytes) => lexical.usageBound(request, bytes),
     );
     const gw = await startGateway({ upstream });
-    const { id, key } = await gw.createKey({ credits: 10 });
-    const inFlight = post(gw.url, '/v1/systemone', sampleRequest(), bearer(key));
-    await sleep(100);
-    const draining = gw.gateway.drain();
-    await sleep(20);
-    const ready = await get(gw.url, '/readyz').catch(() => undefined);
-    if (ready) expect(ready.status).toBe(503);
-    const late = await post(gw.url, '/v1/systemone', sampleRequest(), bearer(key)).catch(() => undefined);
-    if (late) expect(late.body).toMatchObject({ code: 50300, error: { type: 'unavailable' } });
+    // One keep-alive connection opened before the drain: requests sent on it during the drain
+    // must be answered (SPEC §10), so the assertions below always run.
+    const connection = new Pool(gw.url, { connections: 1 });
+    try {
+      const { id, key } = await gw.createKey({ credits: 10 });
+      expect((await connection.request({ path: '/healthz', method: 'GET' })).statusCode).toBe(200);
+      const inFlight = post(gw.url, '/v1/systemone', sampleRequest(), bearer(key));
+      await until(() => upstream.calls === 1);
+      const draining = gw.gateway.drain();
 
-    const response = await inFlight;
-    expect(response.status).toBe(200);
-    await draining;
-    const after = await gw.keys.get(id);
-    expect(after.ok && after.value.credits).toBeCloseTo(10 - response.body.data.creditsUsed, 9);
-    await gw.close();
+      const ready = await connection.request({ path: '/readyz', method: 'GET' });
+      expect(ready.statusCode).toBe(503);
+      expect(await ready.body.json()).toMatchObject({ code: 50300, error: { type: 'unavailable' } });
+      const late = await connection.request({
+        path: '/v1/systemone',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer(key) },
+        body: JSON.stringify(sampleRequest()),
+      });
+      expect(late.statusCode).toBe(503);
+      expect(late.headers.connection).toBe('close');
+      expect(await late.body.json()).toMatchObject({ code: 50300, error: { type: 'unavailable' } });
+
+      release();
+      const response = await inFlight;
+      expect(response.status).toBe(200);
+      await draining;
+      const after = await gw.keys.get(id);
+      expect(after.ok && after.value.credits).toBeCloseTo(10 - response.body.data.creditsUsed, 9);
+    } finally {
+      release();
+      await connection.destroy();
+      await gw.close();
+    }
   });
 });
+
+/** Waits for a condition the test can observe, with a generous deadline (never for machine work). */
+async function until(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > end) throw new Error('the condition never held');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -5,10 +5,10 @@ import { choiceLabels, type Upstream } from '@decision-gateway/questions';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { createUpstream } from '../src/upstreams/create-upstream.ts';
 import { readLabels } from '../src/upstreams/label-distribution.ts';
 import { nativeErrorReason } from '../src/upstreams/native-errors.ts';
 import { NOUL_ALIASES, readCompletion } from '../src/upstreams/openai-upstream.ts';
+import { createUpstream } from '../src/upstreams/registry.ts';
 import {
   createSimulatedModel,
   offeredOptions,

@@ -1,9 +1,10 @@
 import { groupsOf } from '@decision-gateway/questions';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { createUpstream } from '../src/upstreams/create-upstream.ts';
 import { plannedCalls } from '../src/upstreams/label-distribution.ts';
 import { groupSizeFor } from '../src/upstreams/openai-upstream.ts';
+import { createUpstream } from '../src/upstreams/registry.ts';
+import { timeoutOf } from '../src/upstreams/upstream-config.ts';
 import { bearer, post, sampleRequest, sleep, startGateway } from './harness.ts';
 import { type Handler, json, type SeenRequest, startStandIn } from './stand-in-upstream.ts';
 
@@ -58,7 +59,7 @@ async function setup(handler: Handler, env: Record<string, string> = {}) {
   if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
   const gw = await startGateway({
     upstream: (logger) => createUpstream(loaded.config.upstream, logger),
-    upstreamTimeoutMs: loaded.config.upstream.timeoutMs,
+    upstreamTimeoutMs: timeoutOf(loaded.config.upstream.config),
   });
   cleanups.push(standIn.close, gw.close);
   const key = await gw.createKey({ credits: 50 });

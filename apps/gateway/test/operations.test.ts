@@ -2,7 +2,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { createUpstream } from '../src/upstreams/create-upstream.ts';
+import { createUpstream } from '../src/upstreams/registry.ts';
 import {
   ADMIN_TOKEN,
   bearer,
@@ -288,6 +288,7 @@ describe('x-gateway-overhead-ms and the request log', () => {
         inputTokens: 1500,
         outputTokens: 3,
         creditsUsed: 1.5,
+        upstream: 'scripted',
         upstreamMs: expect.any(Number),
         upstreamRequestId: 'up_1',
         elapsedMs: expect.any(Number),

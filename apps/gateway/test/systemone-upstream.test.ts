@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { createUpstream, type UpstreamTuning } from '../src/upstreams/create-upstream.ts';
+import { createUpstream, type UpstreamTuning } from '../src/upstreams/registry.ts';
+import { timeoutOf } from '../src/upstreams/upstream-config.ts';
 import { bearer, post, sampleRequest, sleep, startGateway, type TestGateway } from './harness.ts';
 import { gatewayEnvelope, type Handler, json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
 
@@ -23,7 +24,7 @@ async function setup(handler: Handler, env: Record<string, string> = {}, tuning:
   const gw: TestGateway = await startGateway({
     upstream: (logger) =>
       createUpstream(loaded.config.upstream, logger, { backoff: { initialMs: 10, maxMs: 40 }, ...tuning }),
-    upstreamTimeoutMs: loaded.config.upstream.timeoutMs,
+    upstreamTimeoutMs: timeoutOf(loaded.config.upstream.config),
   });
   cleanups.push(standIn.close, gw.close);
   const key = await gw.createKey({ credits: 10 });

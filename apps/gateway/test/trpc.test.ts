@@ -1,7 +1,7 @@
+import type { AppRouter } from '@decision-gateway/api';
 import { MODEL_ID } from '@decision-gateway/contract';
 import { createTRPCClient, httpLink, TRPCClientError } from '@trpc/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AppRouter } from '../src/trpc/router.ts';
 import { bearer, post, sampleRequest, startGateway, type TestGateway } from './harness.ts';
 
 function client(url: string, key?: string) {
@@ -163,24 +163,5 @@ describe('tRPC door: same semantics as REST', () => {
     });
     await response.text();
     for (const name of response.headers.keys()) expect(name.startsWith('access-control-')).toBe(false);
-  });
-});
-
-describe('tRPC batching', () => {
-  it('is refused: one HTTP request is one evaluation with one request id', async () => {
-    const gw = await startGateway();
-    try {
-      const { key } = await gw.createKey();
-      const response = await fetch(`${gw.url}/trpc/evaluate,evaluate?batch=1`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...bearer(key) },
-        body: JSON.stringify({ 0: sampleRequest(), 1: sampleRequest() }),
-      });
-      expect(response.status).toBe(400);
-      const body: any = await response.json();
-      expect(JSON.stringify(body)).toContain('40001');
-    } finally {
-      await gw.close();
-    }
   });
 });

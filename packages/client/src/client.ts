@@ -1,7 +1,7 @@
+// Types only: the client never loads server code (checked by bundle.test.ts).
+import type { AppRouter } from '@decision-gateway/api';
 import type { ModelList, State } from '@decision-gateway/contract';
 import { MODEL_ID, type ModelId } from '@decision-gateway/contract/limits';
-// Types only: the client never loads server code (checked by bundle.test.ts).
-import type { AppRouter } from '@decision-gateway/gateway/router';
 import { createTRPCClient, httpLink, type TRPCClient } from '@trpc/client';
 import type { Evaluation } from './answers.ts';
 import type { QuestionDefinition } from './builders.ts';

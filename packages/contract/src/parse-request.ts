@@ -1,4 +1,3 @@
-import { isUtf8 } from 'node:buffer';
 import { failure, type GatewayFailure, summarizeIssues } from './errors.ts';
 import { LIMITS, MODEL_ID } from './limits.ts';
 import { isPlainObject } from './own-key-record.ts';
@@ -7,18 +6,27 @@ import { parseWorded, toIssues } from './zod-issues.ts';
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 /**
- * Raw body bytes → JSON value, or 40000 (SPEC §4): empty, a byte-order mark, invalid UTF-8 or
- * invalid JSON. JSON.parse keeps `__proto__` as an ordinary own property, which the rest relies on.
+ * Raw body bytes → its text, or 40000 (SPEC §4): empty, a byte-order mark or invalid UTF-8.
+ * TextDecoder rather than node:buffer, so the contract stays usable in browsers.
  */
-export function decodeJsonBody(body: Uint8Array | undefined): Parsed<unknown> {
+export function decodeBodyText(body: Uint8Array | undefined): Parsed<string> {
   if (body === undefined || body.length === 0)
     return { ok: false, error: failure('invalid_json', 'the body is empty') };
   if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) {
     return { ok: false, error: failure('invalid_json', 'the body starts with a byte-order mark') };
   }
-  if (!isUtf8(body)) return { ok: false, error: failure('invalid_json', 'the body is not valid UTF-8') };
-  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+  try {
+    return { ok: true, value: STRICT_UTF8.decode(body) };
+  } catch {
+    return { ok: false, error: failure('invalid_json', 'the body is not valid UTF-8') };
+  }
+}
+
+/** Text → JSON value, or 40000. JSON.parse keeps `__proto__` as an ordinary own property. */
+export function parseJsonText(text: string): Parsed<unknown> {
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (error) {
@@ -27,6 +35,12 @@ export function decodeJsonBody(body: Uint8Array | undefined): Parsed<unknown> {
       error: failure('invalid_json', `the body is not valid JSON: ${(error as Error).message}`),
     };
   }
+}
+
+/** Raw body bytes → JSON value, or 40000 (SPEC §4): empty, a byte-order mark, invalid UTF-8 or JSON. */
+export function decodeJsonBody(body: Uint8Array | undefined): Parsed<unknown> {
+  const text = decodeBodyText(body);
+  return text.ok ? parseJsonText(text.value) : text;
 }
 
 /**

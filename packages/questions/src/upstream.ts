@@ -23,7 +23,17 @@ export type UpstreamOutcome =
       /** For upstreams that read logprobs: the lowest share of next-token mass on the offered labels. */
       labelMass?: number;
     }
-  | { ok: false; failure: GatewayFailure; detail?: string };
+  | {
+      ok: false;
+      failure: GatewayFailure;
+      detail?: string;
+      /**
+       * The failure shows the upstream itself is unwell (unreachable, 5xx or busy after its
+       * retries, past its deadline): it counts against the upstream's circuit. A refusal of the
+       * caller's input or a malformed answer proves the upstream is up.
+       */
+      unwell?: boolean;
+    };
 
 /** The interface every upstream implements: lexical, systemone and openai alike. */
 export interface Upstream {

@@ -5,18 +5,21 @@ import {
   failure,
   type GatewayFailure,
   MODEL_ID,
+  type Parsed,
   parseEvaluationRequest,
   type QuestionType,
   type Usage,
 } from '@decision-gateway/contract';
 import { checkAnswers, checkUsage, type Upstream } from '@decision-gateway/questions';
 import type { Logger } from 'pino';
-import { keyCheckFailure, verifyApiKey } from '../auth/api-keys.ts';
+import type { Authenticate } from '../auth/authenticate.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { KeyAuth, Store, UsageEntry } from '../store/store.ts';
 import { costMicro, fromMicro, type Pricing } from './credits.ts';
 
 export interface EvaluationDeps {
+  authenticate: Authenticate;
+  /** Credits only: reserve, settle and release. Keys are checked by `authenticate`. */
   store: Store;
   upstream: Upstream;
   rateLimiter: RateLimiter;
@@ -29,10 +32,13 @@ export interface EvaluationDeps {
   clock?: () => number;
 }
 
-/** The body as each door receives it: REST gets bytes and a media type, tRPC parsed JSON. */
+/**
+ * The body as each door receives it: REST and `/native` hand over bytes; tRPC hands over a reader
+ * of one operation's input, read only once the media type has been judged (SPEC §4's order).
+ */
 export type EvaluationBody =
   | { kind: 'bytes'; bytes: Uint8Array | undefined; contentType: string | undefined }
-  | { kind: 'json'; value: unknown; bytes: number };
+  | { kind: 'lazy'; contentType: string | undefined; bytes: number; read(): Promise<Parsed<unknown>> };
 
 export interface EvaluationCall {
   requestId: string;
@@ -51,6 +57,8 @@ export interface EvaluationLog {
   upstreamMs?: number;
   /** Whether the upstream's answer was usable (after the checks of SPEC §8). */
   upstreamOutcome?: 'ok' | 'error';
+  /** The upstream that answered, by its configured name. */
+  upstream?: string;
   /** The upstream's own request id, logged beside the gateway's. */
   upstreamRequestId?: string;
   /** Logprob upstreams: the lowest share of next-token mass that fell on the offered labels. */
@@ -60,9 +68,23 @@ export interface EvaluationLog {
   reason?: string;
 }
 
+/**
+ * What every door tells its caller beside the body (SPEC §§3, 11, 12, 13), written as headers by
+ * one function (`http/response-meta.ts`). Fields appear once the evaluation has learnt them.
+ */
+export interface ResponseMeta {
+  requestId: string;
+  /** Credits debited (successes of API-key and token requests). */
+  creditsUsed?: number;
+  /** The route the request took, once it is known. */
+  route?: string;
+  /** Which upstream(s) answered: `name`, or `first+escalated` (SPEC §12). */
+  upstream?: string;
+}
+
 export type EvaluationOutcome =
-  | { ok: true; data: EvaluationData; log: EvaluationLog }
-  | { ok: false; failure: GatewayFailure; log: EvaluationLog };
+  | { ok: true; data: EvaluationData; meta: ResponseMeta; log: EvaluationLog }
+  | { ok: false; failure: GatewayFailure; meta: ResponseMeta; log: EvaluationLog };
 
 const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
 /**
@@ -121,7 +143,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
         usageEntry(call, key, { input_tokens: 0, output_tokens: 0 }, 0, error.status, log.questions ?? 0),
       );
     }
-    return { ok: false, failure: error, log };
+    return { ok: false, failure: error, meta: { requestId: call.requestId }, log };
   }
 
   function usageEntry(
@@ -147,9 +169,9 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
 
   async function evaluate(call: EvaluationCall): Promise<EvaluationOutcome> {
     const log: EvaluationLog = {};
-    const auth = await verifyApiKey(deps.store, call.authorization, clock());
-    if (!auth.ok) return { ok: false, failure: keyCheckFailure(auth), log };
-    const key = auth.key;
+    const auth = await deps.authenticate(call.authorization);
+    if (!auth.ok) return { ok: false, failure: auth.failure, meta: { requestId: call.requestId }, log };
+    const key = auth.principal.key;
     log.keyPrefix = key.prefix;
 
     const limit = key.rateLimitPerMinute ?? deps.defaultRateLimitPerMinute;
@@ -167,7 +189,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       }
     }
 
-    const body = readBody(call.body);
+    const body = await readBody(call.body);
     if (!body.ok) return fail(call, key, body.error, log);
     const parsed = parseEvaluationRequest(body.value);
     if (!parsed.ok) return fail(call, key, parsed.error, log);
@@ -222,8 +244,6 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     return pending.length;
   }
 
-  return { evaluate, abandonInFlight };
-
   async function answer(
     call: EvaluationCall,
     key: KeyAuth,
@@ -232,6 +252,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     reservationId: string | null,
     log: EvaluationLog,
   ): Promise<EvaluationOutcome> {
+    log.upstream = deps.upstream.name;
     const upstreamStart = performance.now();
     const outcome = await deps.upstream.answer({
       request,
@@ -256,7 +277,8 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     const flight = flights.get(call.requestId);
     if (flight?.abandoned) {
       // The shutdown released this request's hold while the upstream answered: it is not charged.
-      return { ok: false, failure: failure('unavailable', 'the gateway shut down before the answer'), log };
+      const error = failure('unavailable', 'the gateway shut down before the answer');
+      return { ok: false, failure: error, meta: { requestId: call.requestId }, log };
     }
     if (flight) flight.settling = true;
     log.upstreamOutcome = 'ok';
@@ -271,6 +293,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     return {
       ok: true,
       log,
+      meta: { requestId: call.requestId, creditsUsed, upstream: deps.upstream.name },
       data: {
         result: {
           model: MODEL_ID,
@@ -282,13 +305,14 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       },
     };
   }
+
+  return { evaluate, abandonInFlight };
 }
 
-/** REST bodies: media type (41500) before JSON (40000), in SPEC §4's order. */
-function readBody(
+/** Media type (41500) before JSON (40000), in SPEC §4's order, on every door. */
+async function readBody(
   body: EvaluationBody,
-): { ok: true; value: unknown; bytes: number } | { ok: false; error: GatewayFailure } {
-  if (body.kind === 'json') return { ok: true, value: body.value, bytes: body.bytes };
+): Promise<{ ok: true; value: unknown; bytes: number } | { ok: false; error: GatewayFailure }> {
   if (body.contentType === undefined || !JSON_MEDIA_TYPE.test(body.contentType.trim())) {
     const sent =
       body.contentType === undefined ? 'no Content-Type' : `Content-Type "${body.contentType.slice(0, 100)}"`;
@@ -296,6 +320,10 @@ function readBody(
       ok: false,
       error: failure('unsupported_media_type', `send Content-Type: application/json (got ${sent})`),
     };
+  }
+  if (body.kind === 'lazy') {
+    const read = await body.read();
+    return read.ok ? { ok: true, value: read.value, bytes: body.bytes } : read;
   }
   const decoded = decodeJsonBody(body.bytes);
   return decoded.ok ? { ok: true, value: decoded.value, bytes: body.bytes?.length ?? 0 } : decoded;

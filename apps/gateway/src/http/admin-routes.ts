@@ -2,18 +2,28 @@ import {
   AdjustCreditsBody,
   CreateKeyBody,
   failure,
+  type GatewayFailure,
   KeyListQuery,
   LIMITS,
   parseAdminInput,
   UsageQuery,
 } from '@decision-gateway/contract';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { bearerToken, isAdminToken } from '../auth/api-keys.ts';
 import type { KeyResult, KeyService } from '../keys/key-service.ts';
-import { sendFailure, sendSuccess } from './envelope.ts';
+import { type DoorOptions, door, sendFailure as sendDoorFailure } from './doors.ts';
+import { sendSuccess } from './envelope.ts';
+
+const sendFailure = (reply: FastifyReply, f: GatewayFailure) => sendDoorFailure(reply, f, 'admin');
+
+export interface AdminDoorOptions extends DoorOptions {
+  adminToken: string;
+  keys: KeyService;
+}
 
 /** Admin API (SPEC §6); registered only when ADMIN_TOKEN is set, so otherwise every path is 404. */
-export async function adminRoutes(app: FastifyInstance, opts: { adminToken: string; keys: KeyService }) {
+export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
+  door(app, 'admin', { ...opts, ownsNotFound: false });
   // The token is checked before the body is read: no credential, no parsing.
   app.addHook('onRequest', async (request, reply) => {
     const token = bearerToken(request.headers.authorization);

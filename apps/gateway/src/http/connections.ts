@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import { Server, type Socket } from 'node:net';
-import { failure, type GatewayFailure, nativeError } from '@decision-gateway/contract';
+import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { errorBody, isNativePath } from './envelope.ts';
+import { DOORS, type DoorName } from './doors.ts';
 
 export const newRequestId = () => `req_${randomUUID().replaceAll('-', '')}`;
 
@@ -25,6 +25,8 @@ export interface ConnectionOptions {
   logger: Logger;
   /** Told of every answer written below the router (408, 431), for metrics. */
   onAnswered(status: number, code: number): void;
+  /** The door a routed request belongs to, whose format an answer below the router takes. */
+  doorOf(request: FastifyRequest): DoorName;
 }
 
 /**
@@ -43,21 +45,18 @@ export function createConnections(options: ConnectionOptions) {
   /** A failure written straight to the socket, which is then closed (the request never reached a route). */
   function answerRaw(socket: Socket, gatewayFailure: GatewayFailure, request: FastifyRequest | undefined) {
     const requestId = request?.id ?? newRequestId();
-    const native = request !== undefined && isNativePath(request.url);
-    const body = native ? JSON.stringify(nativeError(gatewayFailure)) : errorBody(gatewayFailure, requestId);
+    const door = request === undefined ? 'rest' : options.doorOf(request);
+    const { body, headers } = DOORS[door].failure(gatewayFailure, requestId);
     const head = [
       `HTTP/1.1 ${gatewayFailure.status} ${STATUS_CODES[gatewayFailure.status]}`,
       'content-type: application/json; charset=utf-8',
       `content-length: ${Buffer.byteLength(body)}`,
       'connection: close',
       `x-request-id: ${requestId}`,
-      ...(native ? [`x-typesafe-request-id: ${requestId}`] : []),
+      ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
     ].join('\r\n');
     socket.end(`${head}\r\n\r\n${body}`, () => socket.destroy());
-    if (request) {
-      request.gatewayCode = gatewayFailure.code;
-      request.answeredBelowRouter = true;
-    }
+    if (request) request.outcome = { code: gatewayFailure.code, belowRouter: true };
     options.onAnswered(gatewayFailure.status, gatewayFailure.code);
     options.logger.info(
       {

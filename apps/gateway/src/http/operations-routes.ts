@@ -4,7 +4,8 @@ import { dirname, join } from 'node:path';
 import { buildOpenApiDocument, failure } from '@decision-gateway/contract';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayMetrics } from '../metrics.ts';
-import { sendFailure } from './envelope.ts';
+import { type DoorOptions, door, sendFailure } from './doors.ts';
+import { sendSuccess } from './envelope.ts';
 
 /** Swagger UI's static files, served from the npm package (no CDN: gateways often run offline). */
 const SWAGGER_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
@@ -40,8 +41,39 @@ const DOCS_INIT = `window.ui = SwaggerUIBundle({
 });
 `;
 
-/** GET /openapi.json, /docs (a readable reference rendering it) and /metrics (Prometheus). */
-export async function operationsRoutes(app: FastifyInstance, opts: { metrics: GatewayMetrics }) {
+export interface OperationsDoorOptions extends DoorOptions {
+  metrics: GatewayMetrics;
+  /** Why the gateway cannot serve now, or undefined when it can. */
+  readiness(): Promise<string | undefined>;
+}
+
+/**
+ * The operators' door: health and readiness, /openapi.json, /docs (a readable reference
+ * rendering it) and /metrics (Prometheus).
+ */
+export async function operationsDoor(app: FastifyInstance, opts: OperationsDoorOptions) {
+  door(app, 'operations', { ...opts, ownsNotFound: false });
+
+  app.get('/healthz', { config: { servedWhileDraining: true } }, async (_request, reply) =>
+    sendSuccess(reply, { status: 'ok' }),
+  );
+  // Readiness: the store can be written (and, on SQLite, is still the file it opened), and a shared
+  // rate limiter's Redis answers. A change of state is logged once, not on every probe.
+  let notReady: string | undefined;
+  app.get('/readyz', async (request, reply) => {
+    // While draining, the onRequest hook answers 503 before this route runs.
+    const problem = await opts.readiness();
+    if (problem === undefined) {
+      if (notReady !== undefined) request.log.info({ was: notReady }, 'ready again');
+      notReady = undefined;
+      return sendSuccess(reply, { status: 'ready' });
+    }
+    if (notReady !== problem) request.log.error({ problem }, 'not ready');
+    notReady = problem;
+    const unready = failure('unavailable', `not ready: ${problem}`, { retryAfterMs: 1000 });
+    return sendFailure(reply, unready, 'operations');
+  });
+
   let document: string | undefined;
   app.get('/openapi.json', async (_request, reply) => {
     document ??= JSON.stringify(buildOpenApiDocument());
@@ -55,7 +87,7 @@ export async function operationsRoutes(app: FastifyInstance, opts: { metrics: Ga
     const { file } = request.params;
     if (file === 'init.js') return reply.type('application/javascript; charset=utf-8').send(DOCS_INIT);
     const type = ASSETS[file];
-    if (type === undefined) return sendFailure(reply, failure('not_found', `no asset ${file}`));
+    if (type === undefined) return sendFailure(reply, failure('not_found', `no asset ${file}`), 'operations');
     let body = assets.get(file);
     if (body === undefined) {
       body = readFileSync(join(SWAGGER_DIR, file));

@@ -2,27 +2,27 @@ import { LIMITS } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { EvaluationCall } from '../core/evaluate.ts';
 
+/** The Content-Type each request sent, hidden from Fastify by doors that judge it after auth. */
+const sentContentTypes = new WeakMap<FastifyRequest, string | undefined>();
+
+export function sentContentType(request: FastifyRequest): string | undefined {
+  return sentContentTypes.get(request);
+}
+
 /**
  * In this plugin scope, every body (whatever its media type, or none) reaches the handler unparsed,
  * as bytes or text, read only up to the 32768-byte limit (413 past it, also when chunked). The
- * evaluation core then checks the media type and the JSON in SPEC §4's order, after auth.
+ * evaluation core then checks the media type and the JSON in SPEC §4's order, after auth: Fastify
+ * would refuse a Content-Type that does not parse (415) before any route runs, so the door keeps
+ * the header for the core and hides it from Fastify.
  */
-export function readRawBodies(
-  app: FastifyInstance,
-  parseAs: 'buffer' | 'string',
-  { mediaTypeAfterAuth = false } = {},
-) {
-  if (mediaTypeAfterAuth) {
-    // Fastify refuses a Content-Type that does not parse (415) before any route runs; SPEC §4 puts
-    // authentication first. The door keeps the header for the evaluation core and hides it from
-    // Fastify, which then hands every body to the one parser below.
-    app.addHook('onRequest', (request, _reply, done) => {
-      request.sentContentType = request.headers['content-type'];
-      // Assigned, not deleted: `delete` would turn the headers object into a slow dictionary.
-      request.headers['content-type'] = undefined;
-      done();
-    });
-  }
+export function readRawBodies(app: FastifyInstance, parseAs: 'buffer' | 'string') {
+  app.addHook('onRequest', (request, _reply, done) => {
+    sentContentTypes.set(request, request.headers['content-type']);
+    // Assigned, not deleted: `delete` would turn the headers object into a slow dictionary.
+    request.headers['content-type'] = undefined;
+    done();
+  });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs, bodyLimit: LIMITS.maxBodyBytes }, (_request, body, done) =>
     done(null, body),
@@ -35,10 +35,6 @@ export function rawEvaluationCall(request: FastifyRequest): EvaluationCall {
     requestId: request.id,
     startedAt: request.startedAt,
     authorization: request.headers.authorization,
-    body: {
-      kind: 'bytes',
-      bytes: request.body as Buffer | undefined,
-      contentType: request.sentContentType,
-    },
+    body: { kind: 'bytes', bytes: request.body as Buffer | undefined, contentType: sentContentType(request) },
   };
 }

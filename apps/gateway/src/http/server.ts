@@ -1,26 +1,22 @@
-import { failure, type GatewayFailure } from '@decision-gateway/contract';
+import { failure } from '@decision-gateway/contract';
 import type { Upstream } from '@decision-gateway/questions';
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyError,
-  type FastifyInstance,
-  LogController,
-} from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Logger } from 'pino';
+import { createAuthenticate } from '../auth/authenticate.ts';
+import { TIMEOUT_DEFAULTS } from '../config.ts';
 import type { Pricing } from '../core/credits.ts';
-import { createEvaluator, type EvaluationLog } from '../core/evaluate.ts';
+import { createEvaluator } from '../core/evaluate.ts';
 import { createKeyService } from '../keys/key-service.ts';
 import { createMetrics, type GatewayMetrics } from '../metrics.ts';
 import { createMemoryRateLimiter, type RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { Store } from '../store/store.ts';
-import { trpcErrorBody } from '../trpc/errors.ts';
-import { trpcRoutes } from '../trpc/trpc-routes.ts';
-import { adminRoutes } from './admin-routes.ts';
+import { trpcDoor } from '../trpc/trpc-door.ts';
+import { adminDoor } from './admin-routes.ts';
 import { createConnections, newRequestId } from './connections.ts';
-import { isNativePath, sendFailure, sendSuccess } from './envelope.ts';
-import { evaluationRoutes, nativeRoutes } from './evaluation-routes.ts';
-import { operationsRoutes } from './operations-routes.ts';
-import './fastify-types.ts';
+import type { DoorOutcome, EvaluationReport } from './door-outcome.ts';
+import { door, doorOf, notFound, sendFailure } from './doors.ts';
+import { nativeDoor, restDoor } from './evaluation-routes.ts';
+import { operationsDoor } from './operations-routes.ts';
 import { createRouteTable } from './route-table.ts';
 
 export interface GatewayOptions {
@@ -37,6 +33,8 @@ export interface GatewayOptions {
   requestTimeoutMs?: number;
   /** SPEC §10 SHUTDOWN_TIMEOUT_MS (default 30000). */
   shutdownTimeoutMs?: number;
+  /** The core's clock (epoch ms): key expiry, rate limits and usage times all read it. */
+  clock?: () => number;
 }
 
 export interface Gateway {
@@ -49,33 +47,18 @@ export interface Gateway {
   drain(): Promise<boolean>;
 }
 
-/** Fastify's own errors (body limits, media types, JSON) as gateway failures. */
-function failureOfFastifyError(error: FastifyError): GatewayFailure | undefined {
-  switch (error.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return failure('payload_too_large', 'the body is larger than 32768 bytes');
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return failure('unsupported_media_type', 'send Content-Type: application/json');
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return failure('invalid_json', 'the body does not match its Content-Length');
-    case 'GATEWAY_INVALID_JSON':
-      return failure('invalid_json', error.message);
-    default:
-      return undefined;
-  }
-}
-
 /** The gateway's HTTP service: REST and tRPC doors over one evaluation core, plus admin and health. */
 export function buildGateway(options: GatewayOptions): Gateway {
   const state = { draining: false };
   const metrics = options.metrics ?? createMetrics();
   const connections = createConnections({
-    requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
-    shutdownTimeoutMs: options.shutdownTimeoutMs ?? 30_000,
+    requestTimeoutMs: options.requestTimeoutMs ?? TIMEOUT_DEFAULTS.requestMs,
+    shutdownTimeoutMs: options.shutdownTimeoutMs ?? TIMEOUT_DEFAULTS.shutdownMs,
     logger: options.logger,
     onAnswered(status, code) {
       metrics.requests.inc({ route: 'unmatched', method: '', status, code: String(code) });
     },
+    doorOf,
   });
   const app = Fastify({
     loggerInstance: options.logger as FastifyBaseLogger,
@@ -98,22 +81,20 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
 
   app.decorateRequest('startedAt', 0);
-  app.decorateRequest('gatewayCode', undefined);
-  app.decorateRequest('evaluationLog', undefined);
-  app.decorateRequest('sentContentType', undefined);
-  app.decorateRequest('answeredBelowRouter', false);
-  app.decorateRequest('finished', false);
+  app.decorateRequest('outcome', undefined);
+  /** Requests whose log line and metrics are done (by onResponse, or when aborted). */
+  const finished = new WeakSet<object>();
 
   // The hooks take `done` rather than being async: they never wait, and every request runs them.
   app.addHook('onRequest', (request, reply, done) => {
     request.startedAt = performance.now();
     metrics.inFlight.inc();
     reply.header('x-request-id', request.id);
-    // The official SDKs read their request id from this header (SPEC §11).
-    if (isNativePath(request.url)) reply.header('x-typesafe-request-id', request.id);
-    if (state.draining && request.url !== '/healthz') {
-      // Answered here: the route never runs (Fastify's way to reply from a hook is not to call done).
-      sendFailure(reply, failure('unavailable', 'the gateway is shutting down', { retryAfterMs: 1000 }));
+    if (state.draining && request.routeOptions.config?.servedWhileDraining !== true) {
+      // Answered here, in the door's own format: the route never runs (Fastify's way to reply
+      // from a hook is not to call done).
+      const shuttingDown = failure('unavailable', 'the gateway is shutting down', { retryAfterMs: 1000 });
+      sendFailure(reply, shuttingDown, doorOf(request));
       return;
     }
     done();
@@ -124,7 +105,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.addHook('onSend', (request, reply, payload, done) => {
     if (state.draining) reply.header('connection', 'close');
     // What the gateway itself added to this request: everything but the upstream call.
-    const overhead = performance.now() - request.startedAt - (request.evaluationLog?.upstreamMs ?? 0);
+    const overhead = performance.now() - request.startedAt - upstreamMsOf(request.outcome);
     reply.header('x-gateway-overhead-ms', overhead.toFixed(3));
     done(null, payload);
   });
@@ -133,34 +114,41 @@ export function buildGateway(options: GatewayOptions): Gateway {
   // A request whose client went away, or that was answered below the router (408), gets no
   // onResponse: it leaves the in-flight count here, once, and says so in the log.
   app.addHook('onRequestAbort', (request, done) => {
-    if (request.finished) return done();
-    request.finished = true;
+    if (finished.has(request)) return done();
+    finished.add(request);
     metrics.inFlight.dec();
-    if (!request.answeredBelowRouter)
+    if (request.outcome?.belowRouter !== true)
       request.log.info({ path: request.url.split('?', 1)[0] }, 'request aborted by the client');
     done();
   });
 
   app.addHook('onResponse', (request, reply, done) => {
-    if (request.finished) return done();
-    request.finished = true;
-    const log = request.evaluationLog;
+    if (finished.has(request)) return done();
+    finished.add(request);
+    const evaluations = request.outcome?.evaluations ?? [];
+    const code = request.outcome?.code;
     observe(
       metrics,
-      options.upstream.name,
       request.routeOptions.url,
       request.method,
       reply.statusCode,
-      request.gatewayCode,
+      code,
       request.startedAt,
-      log,
+      evaluations,
     );
+    // A tRPC batch's operations are listed one by one; a single evaluation's fields are inline.
+    const log = evaluations.length === 1 ? evaluations[0]?.log : undefined;
     request.log.info(
       {
         method: request.method,
         path: request.url.split('?', 1)[0],
         status: reply.statusCode,
-        code: request.gatewayCode,
+        code,
+        operations:
+          evaluations.length > 1
+            ? evaluations.map((e) => ({ requestId: e.requestId, code: e.code, ...e.log }))
+            : undefined,
+        upstream: log?.upstream,
         keyPrefix: log?.keyPrefix,
         questions: log?.questions,
         inputTokens: log?.usage?.input_tokens,
@@ -177,39 +165,18 @@ export function buildGateway(options: GatewayOptions): Gateway {
     done();
   });
 
-  app.setNotFoundHandler(async (request, reply) => {
-    const allowed = routes.methodsFor(request.url);
-    if (allowed.length === 0) {
-      return sendFailure(
-        reply,
-        failure('not_found', `no route for ${request.method} ${request.url.split('?', 1)[0]}`),
-      );
-    }
-    reply.header('allow', allowed.join(', '));
-    return sendFailure(
-      reply,
-      failure('method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(', ')}`),
-    );
-  });
-
-  app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const known = failureOfFastifyError(error);
-    // A body cut short because the client left (or a timeout answered it) is not the gateway's fault.
-    const gone = request.answeredBelowRouter || request.raw.destroyed || error.code === 'ECONNRESET';
-    if (!known && !gone) request.log.error({ err: error }, 'unhandled error');
-    const gatewayFailure = known ?? failure('internal_error', 'internal error');
-    if (request.url.startsWith('/trpc/')) {
-      request.gatewayCode = gatewayFailure.code;
-      return reply
-        .code(gatewayFailure.status)
-        .type('application/json')
-        .send(trpcErrorBody(gatewayFailure, request.id));
-    }
-    return sendFailure(reply, gatewayFailure);
-  });
+  // Paths outside every door's prefix: answered in the REST envelope.
+  door(app, 'rest', { methodsFor: routes.methodsFor, ownsNotFound: false });
+  app.setNotFoundHandler(async (request, reply) =>
+    sendFailure(reply, notFound(request, reply, routes), 'rest'),
+  );
 
   const rateLimiter = options.rateLimiter ?? createMemoryRateLimiter();
+  const clock = options.clock ?? Date.now;
+  const authenticate = createAuthenticate(options.store, clock);
   const evaluator = createEvaluator({
+    authenticate,
+    clock,
     store: options.store,
     upstream: options.upstream,
     rateLimiter,
@@ -219,31 +186,23 @@ export function buildGateway(options: GatewayOptions): Gateway {
     logger: options.logger,
   });
 
+  // Each door in its own plugin scope: it owns its format, and knows only these two functions.
   const { evaluate } = evaluator;
-  app.register(evaluationRoutes, { evaluate, store: options.store });
-  app.register(trpcRoutes, { evaluate, store: options.store });
-  app.register(nativeRoutes, { evaluate, store: options.store, prefix: '/native' });
+  const doorOptions = { evaluate, authenticate, methodsFor: routes.methodsFor };
+  app.register(restDoor, doorOptions);
+  app.register(trpcDoor, { ...doorOptions, prefix: '/trpc' });
+  app.register(nativeDoor, { ...doorOptions, prefix: '/native' });
   if (options.adminToken !== undefined) {
-    app.register(adminRoutes, { adminToken: options.adminToken, keys: createKeyService(options.store) });
+    app.register(adminDoor, {
+      adminToken: options.adminToken,
+      keys: createKeyService(options.store),
+      methodsFor: routes.methodsFor,
+    });
   }
-
-  app.register(operationsRoutes, { metrics });
-
-  app.get('/healthz', async (_request, reply) => sendSuccess(reply, { status: 'ok' }));
-  // Readiness: the store can be written (and, on SQLite, is still the file it opened), and a shared
-  // rate limiter's Redis answers. A change of state is logged once, not on every probe.
-  let notReady: string | undefined;
-  app.get('/readyz', async (request, reply) => {
-    // While draining, the onRequest hook answers 503 before this route runs.
-    const problem = await readinessProblem(options.store, rateLimiter);
-    if (problem === undefined) {
-      if (notReady !== undefined) request.log.info({ was: notReady }, 'ready again');
-      notReady = undefined;
-      return sendSuccess(reply, { status: 'ready' });
-    }
-    if (notReady !== problem) request.log.error({ problem }, 'not ready');
-    notReady = problem;
-    return sendFailure(reply, failure('unavailable', `not ready: ${problem}`, { retryAfterMs: 1000 }));
+  app.register(operationsDoor, {
+    metrics,
+    methodsFor: routes.methodsFor,
+    readiness: () => readinessProblem(options.store, rateLimiter),
   });
 
   return {
@@ -275,30 +234,39 @@ async function readinessProblem(store: Store, rateLimiter: RateLimiter): Promise
   return undefined;
 }
 
+/** How long the request waited on upstreams (every evaluation it ran). */
+function upstreamMsOf(outcome: DoorOutcome | undefined): number {
+  let total = 0;
+  for (const evaluation of outcome?.evaluations ?? []) total += evaluation.log.upstreamMs ?? 0;
+  return total;
+}
+
 /** Every metric a finished request feeds, in one place. */
 function observe(
   metrics: GatewayMetrics,
-  upstreamName: string,
   route: string | undefined,
   method: string,
   status: number,
   code: number | undefined,
   startedAt: number,
-  log: EvaluationLog | undefined,
+  evaluations: EvaluationReport[],
 ) {
   metrics.inFlight.dec();
   const routeLabel = route ?? 'unmatched';
   metrics.requests.inc({ route: routeLabel, method, status, code: code === undefined ? '' : String(code) });
   metrics.requestDuration.observe({ route: routeLabel }, (performance.now() - startedAt) / 1000);
-  if (code === 42900) metrics.rateLimited.inc();
-  if (!log) return;
-  for (const [type, count] of Object.entries(log.questionTypes ?? {})) metrics.questions.inc({ type }, count);
-  if (log.creditsUsed) metrics.creditsDebited.inc(log.creditsUsed);
-  if (log.labelMass !== undefined) metrics.labelMass.observe({ upstream: upstreamName }, log.labelMass);
-  if (log.upstreamMs !== undefined && log.upstreamOutcome !== undefined) {
-    metrics.upstreamDuration.observe(
-      { upstream: upstreamName, outcome: log.upstreamOutcome },
-      log.upstreamMs / 1000,
-    );
+  for (const { code: evaluationCode, log } of evaluations) {
+    if (evaluationCode === 42900) metrics.rateLimited.inc();
+    for (const [type, count] of Object.entries(log.questionTypes ?? {}))
+      metrics.questions.inc({ type }, count);
+    if (log.creditsUsed) metrics.creditsDebited.inc(log.creditsUsed);
+    if (log.upstream === undefined) continue;
+    if (log.labelMass !== undefined) metrics.labelMass.observe({ upstream: log.upstream }, log.labelMass);
+    if (log.upstreamMs !== undefined && log.upstreamOutcome !== undefined) {
+      metrics.upstreamDuration.observe(
+        { upstream: log.upstream, outcome: log.upstreamOutcome },
+        log.upstreamMs / 1000,
+      );
+    }
   }
 }

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { Redis, type Result } from 'ioredis';
 import type { RateDecision, RateLimiter } from './rate-limiter.ts';
 
 /**
@@ -49,7 +49,12 @@ export interface SharedRateLimiter extends RateLimiter {
   close(): Promise<void>;
 }
 
-type TakeCommand = (key: string, limit: number, now: number) => Promise<[number, number]>;
+// The script defined below, typed the way ioredis documents for custom commands.
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    dgTake(key: string, limit: number, now: number): Result<[number, number], Context>;
+  }
+}
 
 /**
  * When Redis is down the limiter fails open: the request is served without a limit, a warning is
@@ -68,12 +73,11 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): Shared
   // Connection errors surface through the commands that fail; the client reconnects by itself.
   redis.on('error', () => {});
   redis.defineCommand('dgTake', { numberOfKeys: 1, lua: TAKE });
-  const take = (redis as unknown as { dgTake: TakeCommand }).dgTake.bind(redis);
 
   return {
     async take(keyId, limitPerMinute, now): Promise<RateDecision> {
       try {
-        const [ok, retryAfterMs] = await take(`${options.keyPrefix}rl:${keyId}`, limitPerMinute, now);
+        const [ok, retryAfterMs] = await redis.dgTake(`${options.keyPrefix}rl:${keyId}`, limitPerMinute, now);
         return ok === 1 ? { ok: true } : { ok: false, retryAfterMs };
       } catch (error) {
         options.onUnavailable(error as Error);

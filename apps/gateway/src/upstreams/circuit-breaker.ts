@@ -1,3 +1,6 @@
+import { failure } from '@decision-gateway/contract';
+import type { Upstream } from '@decision-gateway/questions';
+
 /**
  * A simple circuit breaker: after `threshold` consecutive failed requests the upstream is taken
  * as down for `cooldownMs`; callers fail fast (503) instead of queueing behind it. After the
@@ -43,6 +46,37 @@ export function createCircuitBreaker(options: { threshold: number; cooldownMs: n
         state = 'open';
         openedAt = now;
       }
+    },
+  };
+}
+
+/**
+ * The upstream behind a breaker that counts whole requests: one admission per request however
+ * many calls it makes (an openai request makes several), and one verdict when it ends.
+ */
+export function withCircuitBreaker(
+  upstream: Upstream,
+  breaker: CircuitBreaker,
+  clock: () => number = Date.now,
+): Upstream {
+  return {
+    ...upstream,
+    async answer(call) {
+      const admitted = breaker.admit(clock());
+      if (!admitted.ok) {
+        return {
+          ok: false,
+          failure: failure('unavailable', 'the upstream is unavailable; try again shortly', {
+            retryAfterMs: admitted.retryAfterMs,
+          }),
+          detail: 'circuit open',
+          unwell: true,
+        };
+      }
+      const outcome = await upstream.answer(call);
+      if (!outcome.ok && outcome.unwell === true) breaker.failure(clock());
+      else breaker.success();
+      return outcome;
     },
   };
 }

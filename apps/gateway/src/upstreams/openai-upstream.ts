@@ -39,6 +39,7 @@ class CompletionFailed extends Error {
   constructor(
     readonly failure: GatewayFailure,
     readonly detail: string,
+    readonly unwell = false,
   ) {
     super(detail);
   }
@@ -62,7 +63,7 @@ export function maxCalls(question: Question, groupSize: number): number {
  */
 export function createOpenAiUpstream(
   http: UpstreamHttp,
-  options: { model: string; topLogprobs: number },
+  options: { name: string; model: string; topLogprobs: number },
 ): Upstream {
   const groupSize = groupSizeFor(options.topLogprobs);
 
@@ -92,7 +93,7 @@ export function createOpenAiUpstream(
         },
         { requestId: call.requestId, deadlineAt: call.deadlineAt },
       );
-      if (!sent.ok) throw new CompletionFailed(sent.failure, sent.detail);
+      if (!sent.ok) throw new CompletionFailed(sent.failure, sent.detail, sent.unwell);
       const read = readCompletion(sent.body);
       if (!read.ok) throw new CompletionFailed(failure('upstream_error', read.reason), read.reason);
       const reading = readLabels(read.top, prompt.labels, aliases);
@@ -107,7 +108,7 @@ export function createOpenAiUpstream(
   }
 
   return {
-    name: 'openai',
+    name: options.name,
     usageBound(request, bodyBytes) {
       // Every completion carries the whole state; one output token each.
       let calls = 0;
@@ -130,7 +131,7 @@ export function createOpenAiUpstream(
         };
       } catch (error) {
         if (error instanceof CompletionFailed)
-          return { ok: false, failure: error.failure, detail: error.detail };
+          return { ok: false, failure: error.failure, detail: error.detail, unwell: error.unwell };
         throw error;
       }
     },

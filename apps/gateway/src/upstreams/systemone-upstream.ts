@@ -17,9 +17,9 @@ export function byteBound(questions: number, bodyBytes: number): Usage {
  * through (the gateway checks them). The answer is read from the native body, or from this
  * gateway's own envelope so that one gateway can front another (SPEC §8).
  */
-export function createSystemOneUpstream(http: UpstreamHttp, upstreamModel: string): Upstream {
+export function createSystemOneUpstream(http: UpstreamHttp, name: string, upstreamModel: string): Upstream {
   return {
-    name: 'systemone',
+    name,
     usageBound: (request, bodyBytes) => byteBound(Object.keys(request.questions).length, bodyBytes),
     async answer({ request, requestId, deadlineAt }: UpstreamCall): Promise<UpstreamOutcome> {
       const sent = await http.postJson(
@@ -27,7 +27,7 @@ export function createSystemOneUpstream(http: UpstreamHttp, upstreamModel: strin
         { model: upstreamModel, state: request.state, questions: request.questions },
         { requestId, deadlineAt },
       );
-      if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail };
+      if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail, unwell: sent.unwell };
       const result = readResult(sent.body);
       if (!result) {
         const reason = 'the body has neither answers (native) nor data.result (gateway envelope)';

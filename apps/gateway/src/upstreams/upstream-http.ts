@@ -1,7 +1,6 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { Logger } from 'pino';
 import { Pool } from 'undici';
-import type { CircuitBreaker } from './circuit-breaker.ts';
 import { nativeErrorReason } from './native-errors.ts';
 import {
   type BackoffOptions,
@@ -18,7 +17,6 @@ export interface UpstreamHttpOptions {
   baseUrl: string;
   apiKey?: string | undefined;
   maxRetries: number;
-  breaker: CircuitBreaker;
   logger: Logger;
   /** The header carrying the upstream's own request id, logged beside the gateway's. */
   requestIdHeader: string;
@@ -29,7 +27,7 @@ export interface UpstreamHttpOptions {
 
 export type HttpResult =
   | { ok: true; body: unknown; upstreamRequestId: string | undefined }
-  | { ok: false; failure: GatewayFailure; detail: string };
+  | { ok: false; failure: GatewayFailure; detail: string; unwell: boolean };
 
 interface CallContext {
   requestId: string;
@@ -48,7 +46,7 @@ type Ending =
  * JSON over a keep-alive pool (undici) with the retry policy of SPEC §8: connection errors, 408,
  * 429, 5xx and 529 are retried with exponential backoff and jitter, honouring `retry-after-ms` /
  * `Retry-After`; one deadline covers every attempt and a wait that would pass it is not started.
- * A circuit breaker fails fast while the upstream is known to be down.
+ * The circuit breaker sits a level up, around whole requests (`withCircuitBreaker`).
  */
 export function createUpstreamHttp(options: UpstreamHttpOptions) {
   const base = new URL(options.baseUrl);
@@ -138,21 +136,8 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
 
   return {
     async postJson(path: string, payload: unknown, call: CallContext): Promise<HttpResult> {
-      const admitted = options.breaker.admit(Date.now());
-      if (!admitted.ok) {
-        return {
-          ok: false,
-          failure: failure('unavailable', 'the upstream is unavailable; try again shortly', {
-            retryAfterMs: admitted.retryAfterMs,
-          }),
-          detail: 'circuit open',
-        };
-      }
       const ending = await exchange(path, JSON.stringify(payload), call);
       const result = toResult(ending);
-      // Only failures that say the upstream is unwell count against it; refusals prove it answers.
-      if (ending.kind === 'exhausted' || ending.kind === 'deadline') options.breaker.failure(Date.now());
-      else options.breaker.success();
       if (!result.ok) {
         const upstreamRequestId = 'upstreamRequestId' in ending ? ending.upstreamRequestId : undefined;
         options.logger.warn(
@@ -177,64 +162,59 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
 
 /** SPEC §§4, 8: how each ending reaches the caller. */
 function toResult(ending: Ending): HttpResult {
+  // Only failures that say the upstream is unwell count against it; refusals prove it answers.
+  const unwell = ending.kind === 'exhausted' || ending.kind === 'deadline';
+  const failed = (f: GatewayFailure, detail: string): HttpResult => ({
+    ok: false,
+    failure: f,
+    detail,
+    unwell,
+  });
   switch (ending.kind) {
     case 'answer':
       return { ok: true, body: ending.body, upstreamRequestId: ending.upstreamRequestId };
     case 'deadline':
-      return {
-        ok: false,
-        failure: failure('upstream_timeout', 'the upstream did not answer in time'),
-        detail: 'deadline passed',
-      };
+      return failed(failure('upstream_timeout', 'the upstream did not answer in time'), 'deadline passed');
     case 'malformed':
-      return {
-        ok: false,
-        failure: failure('upstream_error', `the upstream returned an invalid answer: ${ending.reason}`),
-        detail: ending.reason,
-      };
+      return failed(
+        failure('upstream_error', `the upstream returned an invalid answer: ${ending.reason}`),
+        ending.reason,
+      );
     case 'refused':
       if (ending.status === 400 || ending.status === 422) {
         // The upstream judged the caller's input (e.g. too many tokens): the caller should know why.
         const message = `the upstream refused the request: ${ending.reason}`;
-        return {
-          ok: false,
-          failure: failure('invalid_request', message, { issues: [{ path: [], message: ending.reason }] }),
-          detail: ending.reason,
-        };
+        return failed(
+          failure('invalid_request', message, { issues: [{ path: [], message: ending.reason }] }),
+          ending.reason,
+        );
       }
       if (ending.status === 401 || ending.status === 403) {
         // The gateway's own credential was refused: an operator problem, never shown to callers.
-        return {
-          ok: false,
-          failure: failure('upstream_error', 'the upstream refused the gateway'),
-          detail: `HTTP ${ending.status}: ${ending.reason}`,
-        };
+        return failed(
+          failure('upstream_error', 'the upstream refused the gateway'),
+          `HTTP ${ending.status}: ${ending.reason}`,
+        );
       }
-      return {
-        ok: false,
-        failure: failure('upstream_error', `the upstream failed (HTTP ${ending.status})`),
-        detail: ending.reason,
-      };
+      return failed(failure('upstream_error', `the upstream failed (HTTP ${ending.status})`), ending.reason);
     case 'exhausted':
       if (ending.status !== undefined && isBusyStatus(ending.status)) {
-        return {
-          ok: false,
-          failure: failure('unavailable', 'the upstream is busy; try again shortly', {
+        return failed(
+          failure('unavailable', 'the upstream is busy; try again shortly', {
             retryAfterMs: Math.round(ending.retryAfterMs ?? 1000),
           }),
-          detail: `HTTP ${ending.status}: ${ending.reason}`,
-        };
+          `HTTP ${ending.status}: ${ending.reason}`,
+        );
       }
-      return {
-        ok: false,
-        failure: failure(
+      return failed(
+        failure(
           'upstream_error',
           ending.status === undefined
             ? 'the upstream could not be reached'
             : `the upstream failed (HTTP ${ending.status})`,
         ),
-        detail: ending.status === undefined ? ending.reason : `HTTP ${ending.status}: ${ending.reason}`,
-      };
+        ending.status === undefined ? ending.reason : `HTTP ${ending.status}: ${ending.reason}`,
+      );
   }
 }
 

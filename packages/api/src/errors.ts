@@ -37,20 +37,28 @@ const TYPE_BY_TRPC_CODE: Partial<Record<TRPC_ERROR_CODE_KEY, ErrorType>> = {
   UNSUPPORTED_MEDIA_TYPE: 'unsupported_media_type',
 };
 
-/** Carries a gateway failure through tRPC as the cause of a TRPCError. */
+/** Carries a gateway failure (and the request id of its operation) through tRPC as an error's cause. */
 export class GatewayFailureError extends Error {
-  constructor(readonly failure: GatewayFailure) {
+  constructor(
+    readonly failure: GatewayFailure,
+    readonly requestId?: string,
+  ) {
     super(failure.message);
     this.name = 'GatewayFailureError';
   }
 }
 
-export function toTrpcError(gatewayFailure: GatewayFailure): TRPCError {
+export function toTrpcError(gatewayFailure: GatewayFailure, requestId?: string): TRPCError {
   return new TRPCError({
     code: TRPC_CODE_BY_TYPE[gatewayFailure.type],
     message: gatewayFailure.message,
-    cause: new GatewayFailureError(gatewayFailure),
+    cause: new GatewayFailureError(gatewayFailure, requestId),
   });
+}
+
+/** The request id of the operation a tRPC error came from, when the gateway knows it. */
+export function requestIdOfTrpcError(error: TRPCError): string | undefined {
+  return error.cause instanceof GatewayFailureError ? error.cause.requestId : undefined;
 }
 
 /** The gateway failure behind any error tRPC reports; unexpected ones never show their detail. */
@@ -59,6 +67,9 @@ export function failureOfTrpcError(error: TRPCError): GatewayFailure {
   // tRPC reports a body that is not JSON as BAD_REQUEST caused by JSON.parse's SyntaxError.
   if (error.cause instanceof SyntaxError)
     return failure('invalid_json', `the body is not valid JSON: ${error.message}`);
+  // tRPC's own check of a batch's size (maxBatchSize): every operation is refused (SPEC §9).
+  if (error.message === 'Batch call exceeds maximum size')
+    return failure('invalid_request', `a batch holds at most ${MAX_BATCH_OPERATIONS} operations`);
   const type = TYPE_BY_TRPC_CODE[error.code];
   return type ? failure(type, error.message) : failure('internal_error', 'internal error');
 }
@@ -87,9 +98,13 @@ export function gatewayErrorData(
   return data;
 }
 
+/** SPEC §9: a batch holds at most this many operations; more and every operation gets 40001. */
+export const MAX_BATCH_OPERATIONS = 8;
+
 /**
  * A tRPC error response body (tRPC's HTTP RPC format, shaped as the router's errorFormatter
- * shapes it) for failures answered outside tRPC's resolver: a 413 while reading, the fast path.
+ * shapes it) for failures answered outside tRPC's resolver: a 413 while reading, a 408 or the
+ * drain's 503 below the router. `httpBatchLink` gives a non-array error body to every operation.
  */
 export function trpcErrorBody(f: GatewayFailure, requestId: string, path?: string): string {
   const code = TRPC_CODE_BY_TYPE[f.type];

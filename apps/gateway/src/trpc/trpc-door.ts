@@ -1,0 +1,135 @@
+import {
+  type ApiContext,
+  appRouter,
+  failureOfTrpcError,
+  MAX_BATCH_OPERATIONS,
+  type Operation,
+  type OperationResult,
+} from '@decision-gateway/api';
+import {
+  decodeBodyText,
+  type EvaluationData,
+  failure,
+  type GatewayFailure,
+  MODELS,
+  type Parsed,
+} from '@decision-gateway/contract';
+import { fastifyRequestHandler } from '@trpc/server/adapters/fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Authenticate } from '../auth/authenticate.ts';
+import type { Evaluate, ResponseMeta } from '../core/evaluate.ts';
+import type { EvaluationReport } from '../http/door-outcome.ts';
+import { type DoorOptions, door } from '../http/doors.ts';
+import { retryAfterSeconds } from '../http/envelope.ts';
+import { readRawBodies, sentContentType } from '../http/read-body.ts';
+import { metaHeaders } from '../http/response-meta.ts';
+
+export interface TrpcDoorOptions extends DoorOptions {
+  evaluate: Evaluate;
+  authenticate: Authenticate;
+}
+
+/**
+ * The tRPC door at `/trpc` (SPEC §9), served by tRPC's own Fastify adapter with batching on, so
+ * `httpLink`, `httpBatchLink` and `httpBatchStreamLink` all work. The router (packages/api) only
+ * translates; this door implements its context over the evaluation core. In a batch every
+ * operation is its own evaluation: its own request id, reservation, rate-limit token and usage.
+ */
+export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
+  door(app, 'trpc', { ...opts, ownsNotFound: true });
+  // Bytes under the 32 KiB limit; the media type is judged by the core after authentication.
+  readRawBodies(app, 'buffer');
+
+  app.all<{ Params: { path: string } }>('/:path', async (request, reply) => {
+    const bytes = Buffer.isBuffer(request.body) ? request.body : undefined;
+    // tRPC reads a string body; a byte-order mark or invalid UTF-8 is 40000 (SPEC §4), told to
+    // each operation when it reads its input.
+    const text: Parsed<string> | undefined = bytes && decodeBodyText(bytes);
+    request.body = text?.ok ? text.value : undefined;
+    // tRPC's JSON handling reads the (lazily parsed) body; the core has the real media type.
+    request.headers['content-type'] = 'application/json';
+    const batch = (request.query as { batch?: string }).batch === '1';
+    const reports: EvaluationReport[] = [];
+    request.outcome = { evaluations: reports };
+    const metas: ResponseMeta[] = [];
+
+    const readInput = async (op: Operation): Promise<Parsed<unknown>> => {
+      if (text && !text.ok) return text;
+      try {
+        return { ok: true, value: await op.readInput() };
+      } catch (error) {
+        return { ok: false, error: inputFailure(error) };
+      }
+    };
+
+    const createContext = async (): Promise<ApiContext> => ({
+      requestId: request.id,
+      async evaluate(op): Promise<OperationResult<EvaluationData>> {
+        const requestId = batch ? `${request.id}_${op.batchIndex}` : request.id;
+        const outcome = await opts.evaluate({
+          requestId,
+          startedAt: request.startedAt,
+          authorization: request.headers.authorization,
+          body: {
+            kind: 'lazy',
+            contentType: sentContentType(request),
+            bytes: bytes?.length ?? 0,
+            read: () => readInput(op),
+          },
+        });
+        const code = outcome.ok ? 0 : outcome.failure.code;
+        reports.push({ requestId, code, log: outcome.log });
+        metas.push(outcome.meta);
+        return outcome.ok
+          ? { ok: true, data: outcome.data }
+          : { ok: false, failure: outcome.failure, requestId };
+      },
+      async listModels(op) {
+        const requestId = batch ? `${request.id}_${op.batchIndex}` : request.id;
+        const auth = await opts.authenticate(request.headers.authorization);
+        return auth.ok ? { ok: true, data: MODELS } : { ok: false, failure: auth.failure, requestId };
+      },
+    });
+
+    await fastifyRequestHandler({
+      req: request,
+      res: reply,
+      path: request.params.path,
+      router: appRouter,
+      createContext,
+      allowBatching: true,
+      maxBatchSize: MAX_BATCH_OPERATIONS,
+      responseMeta({ errors }) {
+        const headers: Record<string, string> = {};
+        // 429 and 503 carry Retry-After on this door too (SPEC §4).
+        for (const error of errors) {
+          const retryAfterMs = failureOfTrpcError(error).retryAfterMs;
+          if (retryAfterMs !== undefined) headers['retry-after'] = retryAfterSeconds(retryAfterMs);
+        }
+        // One evaluation's metadata as headers; a batch's operations each have their own.
+        if (!batch && metas.length === 1) Object.assign(headers, metaHeaders(metas[0] as ResponseMeta));
+        return { headers };
+      },
+      onError({ error }) {
+        const gatewayFailure = failureOfTrpcError(error);
+        if (reports.length === 0) recordCode(request, gatewayFailure);
+        if (gatewayFailure.type === 'internal_error') request.log.error({ err: error }, 'unhandled error');
+      },
+    });
+    if (reports.length === 1) recordCode(request, { code: reports[0]?.code as number });
+    return reply;
+  });
+}
+
+function recordCode(request: FastifyRequest, { code }: Pick<GatewayFailure, 'code'> | { code: number }) {
+  request.outcome = { ...request.outcome, code };
+}
+
+/** Why an operation's input could not be read: not JSON (40000), or not a batch's shape (40001). */
+function inputFailure(error: unknown): GatewayFailure {
+  // tRPC reports JSON.parse's SyntaxError as it is, or as a PARSE_ERROR caused by it.
+  const cause = error instanceof Error && error.cause instanceof SyntaxError ? error.cause : error;
+  if (cause instanceof SyntaxError)
+    return failure('invalid_json', `the body is not valid JSON: ${cause.message}`);
+  return failure('invalid_request', (error as Error).message || 'the input cannot be read');
+}
