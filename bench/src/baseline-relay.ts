@@ -48,6 +48,9 @@ async function forwardWithAccounting(body: unknown, authorization: string | unde
       status: answer.status,
       elapsedMs: 0,
       at: Date.now(),
+      route: 'default',
+      upstream: 'systemone',
+      cached: false,
     },
     0,
   );

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { type GatewaySetup, loadGatewayFile, singleUpstreamSetup } from './gateway-config.ts';
 import { UPSTREAM_DEFAULTS, UpstreamConfig } from './upstreams/upstream-config.ts';
 
 const integer = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
@@ -71,6 +72,8 @@ export const ConfigSchema = z
     UPSTREAM_TOP_LOGPROBS: integer(UPSTREAM_DEFAULTS.topLogprobs, 2, 100),
     CREDITS_PER_1K_INPUT_TOKENS: rate(1),
     CREDITS_PER_1K_OUTPUT_TOKENS: rate(0),
+    /** A YAML or JSON file of upstreams and routes (SPEC §12), read after the variables. */
+    GATEWAY_CONFIG: z.string().optional(),
     LOG_LEVEL: z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
         error: 'must be fatal, error, warn, info, debug, trace or silent',
@@ -103,7 +106,10 @@ export const ConfigSchema = z
     logLevel: env.LOG_LEVEL,
   }));
 
-export type Config = z.output<typeof ConfigSchema>;
+export type Config = z.output<typeof ConfigSchema> & {
+  /** Upstreams and routes: from GATEWAY_CONFIG's file, or the UPSTREAM* variables. */
+  gateway: GatewaySetup;
+};
 
 /** `UPSTREAM` and its `UPSTREAM_*` variables: one upstream, named after its kind (SPEC §12). */
 function upstreamFromEnv(env: {
@@ -143,19 +149,39 @@ function databaseOf(url: string | undefined, poolSize: number) {
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
 
-/** Environment → configuration, or one line per bad variable naming it. */
+/** Environment (and the GATEWAY_CONFIG file) → configuration, or one line per problem naming it. */
 export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
   const known = Object.fromEntries(
     Object.keys(ConfigSchema.in.shape).map((name) => [name, emptyAsUndefined(env[name])]),
   );
   const result = ConfigSchema.safeParse(known);
-  if (result.success) return { ok: true, config: result.data };
-  return {
-    ok: false,
-    problems: result.error.issues.map(
-      (issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`,
-    ),
-  };
+  if (!result.success) {
+    return {
+      ok: false,
+      problems: result.error.issues.map(
+        (issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`,
+      ),
+    };
+  }
+  const file = emptyAsUndefined(env.GATEWAY_CONFIG) as string | undefined;
+  if (file === undefined) {
+    const { name, config: upstream } = result.data.upstream;
+    return { ok: true, config: { ...result.data, gateway: singleUpstreamSetup(name, upstream, 0) } };
+  }
+  // The file defines the upstreams: the variables that would define one are a contradiction.
+  const clashing = Object.keys(known).filter(
+    (name) => name.startsWith('UPSTREAM') && known[name] !== undefined,
+  );
+  if (clashing.length > 0) {
+    return {
+      ok: false,
+      problems: [
+        `GATEWAY_CONFIG: not allowed together with ${clashing.join(', ')}; define upstreams in the file`,
+      ],
+    };
+  }
+  const loaded = loadGatewayFile(file, env);
+  return loaded.ok ? { ok: true, config: { ...result.data, gateway: loaded.setup } } : loaded;
 }
 
 /** A database URL fit for a log line: the password masked. */

@@ -7,8 +7,8 @@ import { createLogger } from './logger.ts';
 import { createMetrics } from './metrics.ts';
 import { createRedisRateLimiter, type SharedRateLimiter } from './rate-limit/redis-rate-limiter.ts';
 import { openStore } from './store/open-store.ts';
-import { createUpstream } from './upstreams/registry.ts';
-import { timeoutOf } from './upstreams/upstream-config.ts';
+import { createUpstreamRegistry } from './upstreams/registry.ts';
+import { buildRoutes } from './upstreams/routes.ts';
 
 const loaded = loadConfig(process.env);
 if (!loaded.ok) {
@@ -23,7 +23,10 @@ const store = await openStore(config.database).catch((error: Error) => {
 });
 
 if (config.embeddedDatabase) {
-  const key = await ensureBootstrapKey(store, createKeyService(store));
+  const key = await ensureBootstrapKey(
+    store,
+    createKeyService(store, Date.now, Object.keys(config.gateway.routes)),
+  );
   if (key !== undefined) {
     // The one place a key is ever printed (SPEC §6): standard output, once, on first start.
     process.stdout.write(
@@ -59,14 +62,15 @@ if (config.redis !== undefined) {
   );
 }
 
-const upstream = createUpstream(config.upstream, logger, { metrics });
+// Every configured upstream by name, and the routes over them (SPEC §12).
+const upstreams = createUpstreamRegistry(config.gateway.upstreams, logger, { metrics });
+const routes = buildRoutes(config.gateway, upstreams, { logger, metrics });
 const gateway = buildGateway({
   store,
-  upstream,
+  routes,
   logger,
   pricing: pricingFromCredits(config.pricing.creditsPer1kInput, config.pricing.creditsPer1kOutput),
   rateLimitPerMinute: config.rateLimitPerMinute,
-  upstreamTimeoutMs: timeoutOf(config.upstream.config),
   adminToken: config.adminToken,
   metrics,
   requestTimeoutMs: config.requestTimeoutMs,
@@ -78,7 +82,8 @@ const address = await gateway.app.listen({ port: config.port, host: config.host 
 logger.info(
   {
     address,
-    upstream: upstream.name,
+    upstreams: [...upstreams.keys()],
+    routes: [...routes.keys()],
     database: config.database.kind === 'sqlite' ? config.database.path : withoutPassword(config.database.url),
     redis: config.redis !== undefined,
     admin: config.adminToken !== undefined,
@@ -98,7 +103,7 @@ async function shutdown(signal: string) {
     // Within SHUTDOWN_TIMEOUT_MS, whatever clients do: past it every connection is closed and
     // every reservation still held is released (SPEC §10).
     await gateway.drain();
-    await upstream.close?.();
+    await Promise.all([...upstreams.values()].map((upstream) => upstream.close?.()));
     await rateLimiter?.close();
     await store.close();
     logger.info('stopped');

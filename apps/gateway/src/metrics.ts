@@ -63,6 +63,24 @@ export function createMetrics() {
       labelNames: ['upstream'] as const,
       registers: [registry],
     }),
+    upstreamCalls: new Counter({
+      name: 'dg_upstream_calls_total',
+      help: 'Calls to each upstream by outcome: ok, error (failed after its retries) or invalid (failed the checks)',
+      labelNames: ['upstream', 'outcome'] as const,
+      registers: [registry],
+    }),
+    routeFallbacks: new Counter({
+      name: 'dg_route_fallbacks_total',
+      help: 'Requests that moved on to the next upstream of their route, by route and the upstream that failed',
+      labelNames: ['route', 'upstream'] as const,
+      registers: [registry],
+    }),
+    routeEscalations: new Counter({
+      name: 'dg_route_escalations_total',
+      help: 'Unsure answers asked again of the escalation target, by route and outcome',
+      labelNames: ['route', 'outcome'] as const,
+      registers: [registry],
+    }),
     rateLimited: new Counter({
       name: 'dg_rate_limited_total',
       help: 'Requests refused by the per-key rate limit',

@@ -131,6 +131,9 @@ describe('admin API (SPEC §6)', () => {
       status: 400,
       elapsedMs: expect.any(Number),
       at: expect.any(String),
+      route: 'default',
+      upstream: null,
+      cached: false,
     });
     expect((await get(gw.url, `/admin/keys/${data.id}/usage`, admin)).body.data.recent).toHaveLength(4);
     expect((await get(gw.url, `/admin/keys/${data.id}/usage?limit=1001`, admin)).body.code).toBe(40001);

@@ -90,20 +90,34 @@ describe('after kill -9 with requests in flight', () => {
     const second = await gateway(cwd, {
       UPSTREAM: 'systemone',
       UPSTREAM_BASE_URL: standIn.url,
-      UPSTREAM_TIMEOUT_MS: '300', // reservations older than 1.3 s are stale
+      // The route deadline is twice this: reservations older than 2 × 4 s + 1 s are stale. Long
+      // enough that the request below surely comes while they are live, however slow the boot.
+      UPSTREAM_TIMEOUT_MS: '4000',
     });
     // While the dead reservations are live they hold almost everything (and the store's periodic
     // sweep runs now, finding nothing stale yet).
     const early = await post(second.url, '/v1/systemone', sampleRequest(), bearer(key));
     expect(early.body.code).toBe(40200);
-    await sleep(1_500);
+    // Then, once they are stale, requests pass: waited for, not timed.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const probe = await post(second.url, '/v1/systemone', sampleRequest(), bearer(key));
+      if (probe.status === 200) {
+        expect(probe.body.data.creditsUsed).toBe(0.412);
+        break;
+      }
+      expect(probe.body.code).toBe(40200);
+      if (Date.now() > deadline) throw new Error('the dead reservations never went stale');
+      await sleep(250);
+    }
     for (let i = 0; i < 5; i++) {
       const answered = await post(second.url, '/v1/systemone', sampleRequest(), bearer(key));
       expect(answered.status).toBe(200);
       expect(answered.body.data.creditsUsed).toBe(0.412);
     }
     const shown = await get(second.url, `/admin/keys/${id}`, bearer(ADMIN_TOKEN));
-    expect(shown.body.data.credits).toBeCloseTo(10 - 5 * 0.412, 9);
+    // The probe that passed and the five after it, each at full cost.
+    expect(shown.body.data.credits).toBeCloseTo(10 - 6 * 0.412, 9);
   });
 });
 

@@ -12,6 +12,7 @@ import { createLogger } from '../src/logger.ts';
 import { createMetrics, type GatewayMetrics } from '../src/metrics.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../src/store/store.ts';
+import type { Route } from '../src/upstreams/route.ts';
 
 export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';
 
@@ -33,6 +34,8 @@ export interface TestGateway {
 
 export interface TestGatewayOptions {
   upstream?: Upstream | ((logger: Logger, metrics: GatewayMetrics) => Upstream);
+  /** Routes over upstreams (SPEC §12), in place of `upstream`. */
+  routes?: (logger: Logger, metrics: GatewayMetrics) => ReadonlyMap<string, Route>;
   adminToken?: string;
   rateLimitPerMinute?: number;
   upstreamTimeoutMs?: number;
@@ -59,9 +62,11 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
     typeof options.upstream === 'function'
       ? options.upstream(logger, metrics)
       : (options.upstream ?? createLexicalUpstream());
+  const routes = options.routes?.(logger, metrics);
   const gateway = buildGateway({
     store,
     upstream,
+    ...(routes && { routes }),
     logger,
     pricing: pricingFromCredits(options.creditsPer1kInput ?? 1, 0),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
@@ -70,7 +75,7 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
     metrics,
   });
   const address = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
-  const keys = createKeyService(store);
+  const keys = createKeyService(store, Date.now, routes ? [...routes.keys()] : ['default']);
   let closed = false;
   return {
     url: address,

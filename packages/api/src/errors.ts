@@ -11,6 +11,7 @@ const TRPC_CODE_BY_TYPE: Record<ErrorType, TRPC_ERROR_CODE_KEY> = {
   invalid_request: 'BAD_REQUEST',
   invalid_question_count: 'BAD_REQUEST',
   unknown_model: 'BAD_REQUEST',
+  unknown_route: 'BAD_REQUEST',
   missing_api_key: 'UNAUTHORIZED',
   invalid_api_key: 'UNAUTHORIZED',
   insufficient_credits: 'PAYMENT_REQUIRED',

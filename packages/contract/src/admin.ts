@@ -23,6 +23,12 @@ export const CreateKeyBody = z
       .meta({ description: 'Initial credits; null for unlimited.' }),
     expiresAt: z.iso.datetime({ offset: true }).optional(),
     rateLimitPerMinute: z.number().int().min(1).nullable().optional(),
+    route: z
+      .string()
+      .min(1)
+      .nullable()
+      .optional()
+      .meta({ description: 'The route its requests take without an x-dg-route header; null = default.' }),
   })
   .meta({ id: 'CreateKeyBody' });
 export type CreateKeyBody = z.infer<typeof CreateKeyBody>;
@@ -39,6 +45,7 @@ export const KeyObject = z
     prefix: z.string(),
     credits: z.number().nullable().meta({ description: 'Current balance; null = unlimited.' }),
     rateLimitPerMinute: z.number().int().nullable(),
+    route: z.string().nullable().meta({ description: 'null = the default route.' }),
     createdAt: z.string(),
     expiresAt: z.string().nullable(),
     revokedAt: z.string().nullable(),
@@ -61,6 +68,14 @@ export const UsageRecord = z.strictObject({
   status: z.number().int(),
   elapsedMs: z.number().int(),
   at: z.string(),
+  route: z
+    .string()
+    .nullable()
+    .meta({ description: 'The route taken; null when refused before one was chosen.' }),
+  upstream: z.string().nullable().meta({
+    description: 'The upstream that answered, `first+escalated` after an escalation; null when none did.',
+  }),
+  cached: z.boolean().meta({ description: 'Answered from the decision cache.' }),
 });
 export type UsageRecord = z.infer<typeof UsageRecord>;
 

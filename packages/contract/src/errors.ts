@@ -7,6 +7,7 @@ export const ERROR_TABLE = {
   invalid_request: { code: 40001, status: 400 },
   invalid_question_count: { code: 40002, status: 400 },
   unknown_model: { code: 40003, status: 400 },
+  unknown_route: { code: 40004, status: 400 },
   missing_api_key: { code: 40100, status: 401 },
   invalid_api_key: { code: 40101, status: 401 },
   insufficient_credits: { code: 40200, status: 402 },

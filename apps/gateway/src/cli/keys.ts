@@ -14,7 +14,7 @@ import { openStore } from '../store/open-store.ts';
 const USAGE = `Usage: pnpm keys <command> [options]
 
 Commands (they act on the configured database directly, like the admin API):
-  create --name NAME (--credits N | --unlimited) [--expires-at ISO-8601] [--rate-limit N]
+  create --name NAME (--credits N | --unlimited) [--expires-at ISO-8601] [--rate-limit N] [--route NAME]
   list [--limit N] [--cursor C] [--all]   (newest first; --all follows every page)
   show ID
   credits ID AMOUNT          (negative AMOUNT removes credits)
@@ -53,7 +53,7 @@ export async function runKeysCli(
     return 1;
   }
   const store = await openStore(loaded.config.database);
-  const keys = createKeyService(store);
+  const keys = createKeyService(store, Date.now, Object.keys(loaded.config.gateway.routes));
   const print = <T>(result: KeyResult<T>, text: (value: T) => string): number => {
     if (!result.ok) {
       err(`error ${result.error.code} (${result.error.type}): ${result.error.message}\n`);
@@ -79,6 +79,7 @@ export async function runKeysCli(
           credits: values.unlimited ? null : Number(values.credits),
           ...(values['expires-at'] !== undefined && { expiresAt: values['expires-at'] }),
           ...(values['rate-limit'] !== undefined && { rateLimitPerMinute: Number(values['rate-limit']) }),
+          ...(values.route !== undefined && { route: values.route }),
         });
         if (!body.ok) return invalid(body.error.message);
         return print(
@@ -133,7 +134,7 @@ export async function runKeysCli(
           const t = report.totals;
           const lines = report.recent.map(
             (r) =>
-              `  ${r.at}  ${r.requestId}  status ${r.status}  ${r.questions} questions  ${r.input_tokens}+${r.output_tokens} tokens  ${r.creditsUsed} credits  ${r.elapsedMs} ms`,
+              `  ${r.at}  ${r.requestId}  status ${r.status}  ${r.questions} questions  ${r.input_tokens}+${r.output_tokens} tokens  ${r.creditsUsed} credits  ${r.elapsedMs} ms  route ${r.route ?? '-'}  upstream ${r.upstream ?? '-'}${r.cached ? '  cached' : ''}`,
           );
           return `${t.requests} requests, ${t.creditsUsed} credits, ${t.input_tokens} input and ${t.output_tokens} output tokens\n${lines.join('\n')}\n`;
         });
@@ -160,6 +161,7 @@ function parse(argv: string[]) {
       unlimited: { type: 'boolean' },
       'expires-at': { type: 'string' },
       'rate-limit': { type: 'string' },
+      route: { type: 'string' },
       limit: { type: 'string' },
       cursor: { type: 'string' },
       all: { type: 'boolean' },
@@ -184,6 +186,7 @@ function describeKey(key: KeyObject): string {
     `${key.id}  ${key.name}  (${key.prefix}…)`,
     `  credits: ${key.credits === null ? 'unlimited' : key.credits}`,
     `  rate limit: ${key.rateLimitPerMinute === null ? 'default' : `${key.rateLimitPerMinute}/min`}`,
+    `  route: ${key.route ?? 'default'}`,
     `  status: ${status}`,
     `  created ${key.createdAt}, last used ${key.lastUsedAt ?? 'never'}`,
   ].join('\n');

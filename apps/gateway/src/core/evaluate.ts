@@ -10,24 +10,23 @@ import {
   type QuestionType,
   type Usage,
 } from '@decision-gateway/contract';
-import { checkAnswers, checkUsage, type Upstream } from '@decision-gateway/questions';
 import type { Logger } from 'pino';
 import type { Authenticate } from '../auth/authenticate.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { KeyAuth, Store, UsageEntry } from '../store/store.ts';
+import type { Route } from '../upstreams/route.ts';
 import { costMicro, fromMicro, type Pricing } from './credits.ts';
 
 export interface EvaluationDeps {
   authenticate: Authenticate;
   /** Credits only: reserve, settle and release. Keys are checked by `authenticate`. */
   store: Store;
-  upstream: Upstream;
+  /** The routes of the configuration, by name; one is `default` (SPEC §12). */
+  routes: ReadonlyMap<string, Route>;
   rateLimiter: RateLimiter;
   pricing: Pricing;
   /** Per-key default when a key has no limit of its own; 0 = off. */
   defaultRateLimitPerMinute: number;
-  /** The upstream deadline; reservations older than this (plus slack) are stale. */
-  upstreamTimeoutMs: number;
   logger: Logger;
   clock?: () => number;
 }
@@ -45,6 +44,8 @@ export interface EvaluationCall {
   /** performance.now() when the request arrived: elapsedMs counts from here. */
   startedAt: number;
   authorization: string | undefined;
+  /** The `x-dg-route` header, when sent. */
+  route?: string | undefined;
   body: EvaluationBody;
 }
 
@@ -57,7 +58,9 @@ export interface EvaluationLog {
   upstreamMs?: number;
   /** Whether the upstream's answer was usable (after the checks of SPEC §8). */
   upstreamOutcome?: 'ok' | 'error';
-  /** The upstream that answered, by its configured name. */
+  /** The route taken, once known. */
+  route?: string;
+  /** The upstream(s) that answered, by configured name (`a+b` after an escalation). */
   upstream?: string;
   /** The upstream's own request id, logged beside the gateway's. */
   upstreamRequestId?: string;
@@ -88,11 +91,11 @@ export type EvaluationOutcome =
 
 const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
 /**
- * A reservation lives from just before the upstream call to just after it, so never much longer
- * than the upstream deadline. One older than twice the deadline (and at least a second more) was
- * left by a crashed process: from then on it counts nowhere (SPEC §7).
+ * A reservation lives from just before the route's first upstream call to just after its last,
+ * so never longer than the longest route deadline. One older than that (and a second of slack)
+ * was left by a crashed process: from then on it counts nowhere (SPEC §7).
  */
-const staleAfterMs = (upstreamTimeoutMs: number) => upstreamTimeoutMs + Math.max(1_000, upstreamTimeoutMs);
+const staleAfterMs = (longestDeadlineMs: number) => longestDeadlineMs + 1_000;
 
 /**
  * The one evaluation path (SPEC §§1–8) both doors call: authenticate → rate limit → media type →
@@ -117,6 +120,7 @@ interface Flight {
   key: KeyAuth;
   reservationId: string | null;
   questions: number;
+  route: string;
   abandoned: boolean;
   /** Its settlement has begun: a shutdown lets it finish rather than release it. */
   settling: boolean;
@@ -128,7 +132,8 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
   /** True once a shutdown released this request's hold: nothing more is written for it. */
   const abandoned = (requestId: string) => flights.get(requestId)?.abandoned === true;
   /** Reservations created before this were left by a crashed process: they count nowhere (SPEC §7). */
-  const staleBefore = (now: number) => now - staleAfterMs(deps.upstreamTimeoutMs);
+  const longestDeadlineMs = Math.max(...[...deps.routes.values()].map((route) => route.spec.deadlineMs));
+  const staleBefore = (now: number) => now - staleAfterMs(longestDeadlineMs);
 
   async function fail(
     call: EvaluationCall,
@@ -138,12 +143,12 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     reservationId: string | null = null,
   ): Promise<EvaluationOutcome> {
     if (key && !abandoned(call.requestId)) {
-      await deps.store.release(
-        reservationId,
-        usageEntry(call, key, { input_tokens: 0, output_tokens: 0 }, 0, error.status, log.questions ?? 0),
-      );
+      await deps.store.release(reservationId, {
+        ...usageEntry(call, key, NO_USAGE, 0, error.status, log.questions ?? 0),
+        route: log.route ?? null,
+      });
     }
-    return { ok: false, failure: error, meta: { requestId: call.requestId }, log };
+    return { ok: false, failure: error, meta: metaOf(call, log), log };
   }
 
   function usageEntry(
@@ -164,6 +169,9 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       status,
       elapsedMs: Math.round(performance.now() - call.startedAt),
       at: clock(),
+      route: null,
+      upstream: null,
+      cached: false,
     };
   }
 
@@ -192,6 +200,12 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     const body = await readBody(call.body);
     if (!body.ok) return fail(call, key, body.error, log);
     const parsed = parseEvaluationRequest(body.value);
+    // SPEC §4's order: 40002 → 40003 → 40004 (the route) → 40001.
+    if (!parsed.ok && parsed.error.code !== 40001) return fail(call, key, parsed.error, log);
+    const routeName = call.route ?? key.route ?? 'default';
+    const route = deps.routes.get(routeName);
+    if (route === undefined) return fail(call, key, unknownRoute(routeName, deps.routes), log);
+    log.route = routeName;
     if (!parsed.ok) return fail(call, key, parsed.error, log);
     const request = parsed.value;
     log.questions = Object.keys(request.questions).length;
@@ -200,7 +214,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       log.questionTypes[question.type] = (log.questionTypes[question.type] ?? 0) + 1;
     }
 
-    const bound = costMicro(deps.upstream.usageBound(request, body.bytes), deps.pricing);
+    const bound = costMicro(route.usageBound(request, body.bytes), deps.pricing);
     const now = clock();
     const reservation = await deps.store.reserve(key.id, call.requestId, bound, now, staleBefore(now));
     if (!reservation.ok) {
@@ -216,11 +230,12 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       key,
       reservationId: reservation.reservationId,
       questions: log.questions,
+      route: routeName,
       abandoned: false,
       settling: false,
     });
     try {
-      return await answer(call, key, request, body.bytes, reservation.reservationId, log);
+      return await answer(call, key, route, request, body.bytes, reservation.reservationId, log);
     } catch (error) {
       deps.logger.error({ err: error, requestId: call.requestId }, 'evaluation failed unexpectedly');
       return fail(call, key, failure('internal_error', 'internal error'), log, reservation.reservationId);
@@ -235,10 +250,10 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     const none = { input_tokens: 0, output_tokens: 0 };
     await Promise.all(
       pending.map((flight) =>
-        deps.store.release(
-          flight.reservationId,
-          usageEntry(flight.call, flight.key, none, 0, 503, flight.questions),
-        ),
+        deps.store.release(flight.reservationId, {
+          ...usageEntry(flight.call, flight.key, none, 0, 503, flight.questions),
+          route: flight.route,
+        }),
       ),
     );
     return pending.length;
@@ -247,18 +262,18 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
   async function answer(
     call: EvaluationCall,
     key: KeyAuth,
+    route: Route,
     request: EvaluationRequest,
     bodyBytes: number,
     reservationId: string | null,
     log: EvaluationLog,
   ): Promise<EvaluationOutcome> {
-    log.upstream = deps.upstream.name;
     const upstreamStart = performance.now();
-    const outcome = await deps.upstream.answer({
+    const outcome = await route.answer({
       request,
       bodyBytes,
       requestId: call.requestId,
-      deadlineAt: clock() + deps.upstreamTimeoutMs,
+      deadlineAt: clock() + route.spec.deadlineMs,
     });
     log.upstreamMs = performance.now() - upstreamStart;
     log.upstreamOutcome = 'error';
@@ -266,39 +281,36 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       if (outcome.detail) log.reason = outcome.detail;
       return fail(call, key, outcome.failure, log, reservationId);
     }
-    const answers = checkAnswers(request.questions, outcome.answers);
-    const usage = checkUsage(outcome.usage);
-    if (!answers.ok || !usage.ok) {
-      const reason = answers.ok ? (usage as { reason: string }).reason : answers.reason;
-      log.reason = reason;
-      const error = failure('upstream_error', `the upstream returned an invalid answer: ${reason}`);
-      return fail(call, key, error, log, reservationId);
-    }
     const flight = flights.get(call.requestId);
     if (flight?.abandoned) {
       // The shutdown released this request's hold while the upstream answered: it is not charged.
       const error = failure('unavailable', 'the gateway shut down before the answer');
-      return { ok: false, failure: error, meta: { requestId: call.requestId }, log };
+      return { ok: false, failure: error, meta: metaOf(call, log), log };
     }
     if (flight) flight.settling = true;
     log.upstreamOutcome = 'ok';
-    log.usage = usage.value;
+    log.upstream = outcome.upstream;
+    log.usage = outcome.usage;
     if (outcome.upstreamRequestId !== undefined) log.upstreamRequestId = outcome.upstreamRequestId;
     if (outcome.labelMass !== undefined) log.labelMass = outcome.labelMass;
-    const cost = costMicro(usage.value, deps.pricing);
-    const entry = usageEntry(call, key, usage.value, cost, 200, log.questions ?? 0);
+    const cost = costMicro(outcome.usage, deps.pricing);
+    const entry: UsageEntry = {
+      ...usageEntry(call, key, outcome.usage, cost, 200, log.questions ?? 0),
+      route: log.route ?? null,
+      upstream: outcome.upstream,
+    };
     const debited = await deps.store.settle(reservationId, entry, staleBefore(clock()));
     const creditsUsed = fromMicro(debited);
     log.creditsUsed = creditsUsed;
     return {
       ok: true,
       log,
-      meta: { requestId: call.requestId, creditsUsed, upstream: deps.upstream.name },
+      meta: { ...metaOf(call, log), creditsUsed },
       data: {
         result: {
           model: MODEL_ID,
-          answers: answers.value,
-          usage: usage.value,
+          answers: outcome.answers,
+          usage: outcome.usage,
           elapsedMs: Math.round(performance.now() - call.startedAt),
         },
         creditsUsed,
@@ -307,6 +319,22 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
   }
 
   return { evaluate, abandonInFlight };
+}
+
+const NO_USAGE: Usage = { input_tokens: 0, output_tokens: 0 };
+
+/** What the response says of the evaluation so far: the route once known, the upstream once one answered. */
+function metaOf(call: EvaluationCall, log: EvaluationLog): ResponseMeta {
+  const meta: ResponseMeta = { requestId: call.requestId };
+  if (log.route !== undefined) meta.route = log.route;
+  if (log.upstreamOutcome === 'ok' && log.upstream !== undefined) meta.upstream = log.upstream;
+  return meta;
+}
+
+/** 40004: the route asked for (by header or by the key) is not in the configuration. */
+function unknownRoute(name: string, routes: ReadonlyMap<string, Route>): GatewayFailure {
+  const defined = [...routes.keys()].sort().join(', ');
+  return failure('unknown_route', `no route named "${name.slice(0, 64)}"; the routes are: ${defined}`);
 }
 
 /** Media type (41500) before JSON (40000), in SPEC §4's order, on every door. */

@@ -35,6 +35,13 @@ export function rawEvaluationCall(request: FastifyRequest): EvaluationCall {
     requestId: request.id,
     startedAt: request.startedAt,
     authorization: request.headers.authorization,
+    route: routeHeader(request),
     body: { kind: 'bytes', bytes: request.body as Buffer | undefined, contentType: sentContentType(request) },
   };
+}
+
+/** The `x-dg-route` header (SPEC §12), when sent once. */
+export function routeHeader(request: FastifyRequest): string | undefined {
+  const value = request.headers['x-dg-route'];
+  return typeof value === 'string' ? value : undefined;
 }

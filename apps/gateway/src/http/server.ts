@@ -11,6 +11,9 @@ import { createMetrics, type GatewayMetrics } from '../metrics.ts';
 import { createMemoryRateLimiter, type RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { Store } from '../store/store.ts';
 import { trpcDoor } from '../trpc/trpc-door.ts';
+import { createRoute, type Route } from '../upstreams/route.ts';
+import { routeEvents } from '../upstreams/routes.ts';
+import { UPSTREAM_DEFAULTS } from '../upstreams/upstream-config.ts';
 import { adminDoor } from './admin-routes.ts';
 import { createConnections, newRequestId } from './connections.ts';
 import type { DoorOutcome, EvaluationReport } from './door-outcome.ts';
@@ -21,11 +24,15 @@ import { createRouteTable } from './route-table.ts';
 
 export interface GatewayOptions {
   store: Store;
-  upstream: Upstream;
+  /** The routes of the configuration (SPEC §12), or else `upstream`… */
+  routes?: ReadonlyMap<string, Route>;
+  /** …one upstream, served as the route `default` with `upstreamTimeoutMs` per call. */
+  upstream?: Upstream;
   logger: Logger;
   pricing: Pricing;
   rateLimitPerMinute: number;
-  upstreamTimeoutMs: number;
+  /** With `upstream`: the deadline of each call to it. */
+  upstreamTimeoutMs?: number;
   adminToken?: string | undefined;
   rateLimiter?: RateLimiter;
   metrics?: GatewayMetrics;
@@ -174,15 +181,15 @@ export function buildGateway(options: GatewayOptions): Gateway {
   const rateLimiter = options.rateLimiter ?? createMemoryRateLimiter();
   const clock = options.clock ?? Date.now;
   const authenticate = createAuthenticate(options.store, clock);
+  const routeTable = options.routes ?? singleRoute(options, metrics);
   const evaluator = createEvaluator({
     authenticate,
     clock,
     store: options.store,
-    upstream: options.upstream,
+    routes: routeTable,
     rateLimiter,
     pricing: options.pricing,
     defaultRateLimitPerMinute: options.rateLimitPerMinute,
-    upstreamTimeoutMs: options.upstreamTimeoutMs,
     logger: options.logger,
   });
 
@@ -195,7 +202,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   if (options.adminToken !== undefined) {
     app.register(adminDoor, {
       adminToken: options.adminToken,
-      keys: createKeyService(options.store),
+      keys: createKeyService(options.store, clock, [...routeTable.keys()]),
       methodsFor: routes.methodsFor,
     });
   }
@@ -234,6 +241,15 @@ async function readinessProblem(store: Store, rateLimiter: RateLimiter): Promise
   return undefined;
 }
 
+/** The route `default` over one upstream, for a gateway built without a configuration file. */
+function singleRoute(options: GatewayOptions, metrics: GatewayMetrics): ReadonlyMap<string, Route> {
+  if (options.upstream === undefined) throw new Error('buildGateway needs routes or an upstream');
+  const timeoutMs = options.upstreamTimeoutMs ?? UPSTREAM_DEFAULTS.timeoutMs;
+  const member = { upstream: options.upstream, timeoutMs };
+  const spec = { name: 'default', members: [member], deadlineMs: 2 * timeoutMs, cacheTtlSeconds: 0 };
+  return new Map([['default', createRoute(spec, { logger: options.logger, events: routeEvents(metrics) })]]);
+}
+
 /** How long the request waited on upstreams (every evaluation it ran). */
 function upstreamMsOf(outcome: DoorOutcome | undefined): number {
   let total = 0;
@@ -260,13 +276,8 @@ function observe(
     for (const [type, count] of Object.entries(log.questionTypes ?? {}))
       metrics.questions.inc({ type }, count);
     if (log.creditsUsed) metrics.creditsDebited.inc(log.creditsUsed);
-    if (log.upstream === undefined) continue;
-    if (log.labelMass !== undefined) metrics.labelMass.observe({ upstream: log.upstream }, log.labelMass);
-    if (log.upstreamMs !== undefined && log.upstreamOutcome !== undefined) {
-      metrics.upstreamDuration.observe(
-        { upstream: log.upstream, outcome: log.upstreamOutcome },
-        log.upstreamMs / 1000,
-      );
-    }
+    // Upstream calls are timed and counted by the route, one per attempt (upstreams/routes.ts).
+    if (log.upstream !== undefined && log.labelMass !== undefined)
+      metrics.labelMass.observe({ upstream: log.upstream }, log.labelMass);
   }
 }

@@ -25,6 +25,7 @@ export function keyObject(key: KeyRecord): KeyObject {
     prefix: key.prefix,
     credits: key.creditsMicro === null ? null : fromMicro(key.creditsMicro),
     rateLimitPerMinute: key.rateLimitPerMinute,
+    route: key.route,
     createdAt: iso(key.createdAt) as string,
     expiresAt: iso(key.expiresAt),
     revokedAt: iso(key.revokedAt),
@@ -54,10 +55,23 @@ function decodeCursor(text: string): KeyCursor | null {
 const notFound = (id: string) => failure('not_found', `no key with id "${id}"`);
 
 /** Key management, shared by the admin API and the `pnpm keys` CLI so both follow one set of rules. */
-export function createKeyService(store: Store, clock: () => number = Date.now) {
+export function createKeyService(
+  store: Store,
+  clock: () => number = Date.now,
+  /** The routes of the configuration: a key's route must be one of them (SPEC §6). */
+  routeNames: readonly string[] = ['default'],
+) {
   return {
     async create(body: CreateKeyBody): Promise<KeyResult<CreatedKey>> {
       const now = clock();
+      const route = body.route ?? null;
+      if (route !== null && !routeNames.includes(route)) {
+        const message = `no route named "${route.slice(0, 64)}"; the routes are: ${[...routeNames].sort().join(', ')}`;
+        return {
+          ok: false,
+          error: failure('invalid_request', `route: ${message}`, { issues: [{ path: ['route'], message }] }),
+        };
+      }
       const expiresAt = body.expiresAt === undefined ? null : Date.parse(body.expiresAt);
       if (expiresAt !== null && expiresAt <= now) {
         const issues = [{ path: ['expiresAt'], message: 'must be in the future' }];
@@ -73,6 +87,7 @@ export function createKeyService(store: Store, clock: () => number = Date.now) {
         prefix,
         hash,
         creditsMicro: body.credits === null ? null : toMicro(body.credits),
+        route,
         rateLimitPerMinute: body.rateLimitPerMinute ?? null,
         createdAt: now,
         expiresAt,
@@ -144,6 +159,9 @@ export function createKeyService(store: Store, clock: () => number = Date.now) {
             status: entry.status,
             elapsedMs: entry.elapsedMs,
             at: new Date(entry.at).toISOString(),
+            route: entry.route,
+            upstream: entry.upstream,
+            cached: entry.cached,
           })),
         },
       };

@@ -10,6 +10,7 @@ export interface KeyRow {
   prefix: string;
   credits_micro: number | null;
   rate_limit_per_minute: number | null;
+  route: string | null;
   created_at: number;
   expires_at: number | null;
   revoked_at: number | null;
@@ -26,10 +27,14 @@ export interface UsageRow {
   status: number;
   elapsed_ms: number;
   at: number;
+  route: string | null;
+  upstream: string | null;
+  /** SQLite stores booleans as 0/1. */
+  cached: boolean | number;
 }
 
 export const KEY_COLUMNS =
-  'id, name, prefix, credits_micro, rate_limit_per_minute, created_at, expires_at, revoked_at, last_used_at';
+  'id, name, prefix, credits_micro, rate_limit_per_minute, route, created_at, expires_at, revoked_at, last_used_at';
 
 export function toKey(row: KeyRow): KeyRecord {
   return {
@@ -38,6 +43,7 @@ export function toKey(row: KeyRow): KeyRecord {
     prefix: row.prefix,
     creditsMicro: row.credits_micro,
     rateLimitPerMinute: row.rate_limit_per_minute,
+    route: row.route,
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
@@ -56,5 +62,8 @@ export function toUsage(row: UsageRow): UsageEntry {
     status: row.status,
     elapsedMs: row.elapsed_ms,
     at: row.at,
+    route: row.route,
+    upstream: row.upstream,
+    cached: Boolean(row.cached),
   };
 }

@@ -25,6 +25,7 @@ function newKey(overrides: Partial<NewKey> = {}): NewKey {
     hash: `${keys}-${Math.random()}`.padEnd(64, 'h'),
     creditsMicro: 10 * MICRO,
     rateLimitPerMinute: null,
+    route: null,
     createdAt: 1_000_000 + keys,
     expiresAt: null,
     ...overrides,
@@ -42,6 +43,9 @@ function entry(keyId: string, requestId: string, creditsMicro: number, at = Date
     status: 200,
     elapsedMs: 3,
     at,
+    route: 'default',
+    upstream: 'lexical',
+    cached: false,
   };
 }
 
@@ -58,13 +62,19 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
 
     it('creates keys, finds them by hash only, and counts them', () =>
       withStore(async ({ store }) => {
-        const key = newKey({ rateLimitPerMinute: 7, expiresAt: 9_999_999_999_999 });
+        const key = newKey({ rateLimitPerMinute: 7, route: 'cheap', expiresAt: 9_999_999_999_999 });
         const created = await store.createKey(key);
-        expect(created).toMatchObject({ id: key.id, creditsMicro: 10 * MICRO, rateLimitPerMinute: 7 });
+        expect(created).toMatchObject({
+          id: key.id,
+          creditsMicro: 10 * MICRO,
+          rateLimitPerMinute: 7,
+          route: 'cheap',
+        });
         expect(await store.findKeyByHash(key.hash)).toEqual({
           id: key.id,
           prefix: 'dg_abcd',
           rateLimitPerMinute: 7,
+          route: 'cheap',
           expiresAt: 9_999_999_999_999,
           revokedAt: null,
         });
@@ -258,6 +268,19 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         const usage = await store.usage(key.id, 10);
         expect(usage.recent).toEqual([{ ...entry(key.id, 'failed', 0, now), status: 502 }]);
         expect((await store.getKey(key.id))?.lastUsedAt).toBe(now);
+      }));
+
+    it('keeps each record’s route, upstream(s) and cache outcome, nulls included', () =>
+      withStore(async ({ store }) => {
+        const key = newKey({ creditsMicro: null });
+        await store.createKey(key);
+        const escalated = { ...entry(key.id, 'esc', 2000, 10), route: 'smart', upstream: 'local+hosted' };
+        const hit = { ...entry(key.id, 'hit', 0, 11), upstream: 'local', cached: true };
+        const failed = { ...entry(key.id, 'failed', 0, 12), route: null, upstream: null, status: 400 };
+        await store.settle(null, escalated, 0);
+        await store.settle(null, hit, 0);
+        await store.release(null, failed);
+        expect((await store.usage(key.id, 10)).recent).toEqual([failed, hit, escalated]);
       }));
 
     it('reports usage totals and the most recent records first, up to a limit', () =>

@@ -12,6 +12,8 @@ export interface KeyRecord {
   /** Current balance; null = unlimited. */
   creditsMicro: number | null;
   rateLimitPerMinute: number | null;
+  /** The route its requests take without an `x-dg-route` header; null = `default` (SPEC §12). */
+  route: string | null;
   createdAt: number;
   expiresAt: number | null;
   revokedAt: number | null;
@@ -19,7 +21,10 @@ export interface KeyRecord {
 }
 
 /** What authenticating a request reads of a key (SPEC §5): no balance, which changes every request. */
-export type KeyAuth = Pick<KeyRecord, 'id' | 'prefix' | 'rateLimitPerMinute' | 'expiresAt' | 'revokedAt'>;
+export type KeyAuth = Pick<
+  KeyRecord,
+  'id' | 'prefix' | 'rateLimitPerMinute' | 'route' | 'expiresAt' | 'revokedAt'
+>;
 
 export interface NewKey {
   id: string;
@@ -28,6 +33,7 @@ export interface NewKey {
   hash: string;
   creditsMicro: number | null;
   rateLimitPerMinute: number | null;
+  route: string | null;
   createdAt: number;
   expiresAt: number | null;
 }
@@ -43,6 +49,11 @@ export interface UsageEntry {
   status: number;
   elapsedMs: number;
   at: number;
+  /** The route taken and the upstream(s) that answered (SPEC §12); null where none did. */
+  route: string | null;
+  upstream: string | null;
+  /** Answered from the decision cache (SPEC §13). */
+  cached: boolean;
 }
 
 export interface UsageTotals {

@@ -38,6 +38,7 @@ describe('PostgreSQL store', () => {
         hash: 'b'.repeat(64),
         creditsMicro: big,
         rateLimitPerMinute: null,
+        route: null,
         createdAt: Date.now(),
         expiresAt: null,
       });

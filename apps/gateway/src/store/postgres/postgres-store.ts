@@ -81,9 +81,9 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     async createKey(key) {
       return sql.begin(async (tx) => {
         const [row] = await tx<KeyRow[]>`
-          INSERT INTO api_keys (id, name, prefix, hash, credits_micro, rate_limit_per_minute, created_at, expires_at)
+          INSERT INTO api_keys (id, name, prefix, hash, credits_micro, rate_limit_per_minute, route, created_at, expires_at)
           VALUES (${key.id}, ${key.name}, ${key.prefix}, ${key.hash}, ${key.creditsMicro}, ${key.rateLimitPerMinute},
-                  ${key.createdAt}, ${key.expiresAt})
+                  ${key.route}, ${key.createdAt}, ${key.expiresAt})
           RETURNING ${keyColumns}`;
         if (key.creditsMicro !== null && key.creditsMicro > 0)
           await tx`INSERT INTO credit_ledger (key_id, delta_micro, at) VALUES (${key.id}, ${key.creditsMicro}, ${key.createdAt})`;
@@ -93,7 +93,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
 
     async findKeyByHash(hash) {
       const [row] = await sql<KeyAuth[]>`
-        SELECT id, prefix, rate_limit_per_minute AS "rateLimitPerMinute", expires_at AS "expiresAt",
+        SELECT id, prefix, rate_limit_per_minute AS "rateLimitPerMinute", route, expires_at AS "expiresAt",
                revoked_at AS "revokedAt"
         FROM api_keys WHERE hash = ${hash}`;
       return row;
@@ -153,7 +153,8 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       const [row] = await sql<{ debit: number }[]>`
         SELECT dg_settle(${reservationId === null ? null : Number(reservationId)}::bigint, ${entry.requestId},
           ${entry.keyId}, ${entry.creditsMicro}::bigint, ${staleBefore}::bigint, ${entry.inputTokens},
-          ${entry.outputTokens}, ${entry.questions}, ${entry.status}, ${entry.elapsedMs}, ${entry.at}::bigint) AS debit`;
+          ${entry.outputTokens}, ${entry.questions}, ${entry.status}, ${entry.elapsedMs}, ${entry.at}::bigint,
+          ${entry.route}, ${entry.upstream}, ${entry.cached}) AS debit`;
       return row?.debit ?? 0;
     },
 
@@ -161,7 +162,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       await sql`
         SELECT dg_release(${reservationId === null ? null : Number(reservationId)}::bigint, ${entry.requestId},
           ${entry.keyId}, ${entry.inputTokens}, ${entry.outputTokens}, ${entry.questions}, ${entry.status},
-          ${entry.elapsedMs}, ${entry.at}::bigint)`;
+          ${entry.elapsedMs}, ${entry.at}::bigint, ${entry.route}, ${entry.upstream}, ${entry.cached})`;
     },
 
     async usage(keyId, limit) {

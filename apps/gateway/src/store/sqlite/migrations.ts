@@ -60,4 +60,14 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE TABLE heartbeat (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
     `,
   },
+  {
+    version: 3,
+    name: 'routes, upstreams and the decision cache on keys and usage records',
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN route TEXT;
+      ALTER TABLE usage_records ADD COLUMN route TEXT;
+      ALTER TABLE usage_records ADD COLUMN upstream TEXT;
+      ALTER TABLE usage_records ADD COLUMN cached INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];

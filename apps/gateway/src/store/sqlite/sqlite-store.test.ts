@@ -35,6 +35,7 @@ describe('SQLite store', () => {
       hash: 'h'.repeat(64),
       creditsMicro: 5,
       rateLimitPerMinute: null,
+      route: null,
       createdAt: 1,
       expiresAt: null,
     });

@@ -61,11 +61,11 @@ export function openSqliteStore(path: string): Store {
 
   const sql = {
     insertKey: db.prepare(
-      `INSERT INTO api_keys (id, name, prefix, hash, credits_micro, rate_limit_per_minute, created_at, expires_at)
-       VALUES (@id, @name, @prefix, @hash, @creditsMicro, @rateLimitPerMinute, @createdAt, @expiresAt)`,
+      `INSERT INTO api_keys (id, name, prefix, hash, credits_micro, rate_limit_per_minute, route, created_at, expires_at)
+       VALUES (@id, @name, @prefix, @hash, @creditsMicro, @rateLimitPerMinute, @route, @createdAt, @expiresAt)`,
     ),
     keyAuthByHash: db.prepare<[string], KeyAuth>(
-      `SELECT id, prefix, rate_limit_per_minute AS rateLimitPerMinute, expires_at AS expiresAt,
+      `SELECT id, prefix, rate_limit_per_minute AS rateLimitPerMinute, route, expires_at AS expiresAt,
               revoked_at AS revokedAt
        FROM api_keys WHERE hash = ?`,
     ),
@@ -110,8 +110,10 @@ export function openSqliteStore(path: string): Store {
     ),
     touch: db.prepare<[number, string]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
     insertUsage: db.prepare(
-      `INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status, elapsed_ms, at)
-       VALUES (@requestId, @keyId, @creditsMicro, @inputTokens, @outputTokens, @questions, @status, @elapsedMs, @at)`,
+      `INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status, elapsed_ms, at,
+                                 route, upstream, cached)
+       VALUES (@requestId, @keyId, @creditsMicro, @inputTokens, @outputTokens, @questions, @status, @elapsedMs, @at,
+               @route, @upstream, @cachedFlag)`,
     ),
     usageTotals: db.prepare<[string], { requests: number; credits: number; input: number; output: number }>(
       `SELECT COUNT(*) AS requests, COALESCE(SUM(credits_micro), 0) AS credits,
@@ -227,13 +229,13 @@ export function openSqliteStore(path: string): Store {
     } else {
       sql.touch.run(entry.at, entry.keyId);
     }
-    sql.insertUsage.run({ ...entry, creditsMicro: debit });
+    sql.insertUsage.run({ ...entry, creditsMicro: debit, cachedFlag: entry.cached ? 1 : 0 });
     return debit;
   };
 
   const release = (reservationId: string | null, entry: UsageEntry) => {
     if (reservationId !== null) sql.deleteReservation.run(Number(reservationId), entry.requestId);
-    sql.insertUsage.run({ ...entry, creditsMicro: 0 });
+    sql.insertUsage.run({ ...entry, creditsMicro: 0, cachedFlag: entry.cached ? 1 : 0 });
     sql.touch.run(entry.at, entry.keyId);
   };
 

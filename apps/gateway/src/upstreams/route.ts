@@ -1,0 +1,240 @@
+import {
+  type Answer,
+  type EvaluationRequest,
+  failure,
+  type GatewayFailure,
+  type Usage,
+} from '@decision-gateway/contract';
+import { checkAnswers, checkUsage, type Upstream, type UpstreamCall } from '@decision-gateway/questions';
+import type { Logger } from 'pino';
+
+/** One upstream of a route, with the deadline of each call to it. */
+export interface RouteMember {
+  upstream: Upstream;
+  timeoutMs: number;
+}
+
+export interface Escalation {
+  to: RouteMember;
+  /** A choice or score whose confidence is below this is unsure. */
+  confidenceBelow?: number;
+  /** A noul within these bounds (inclusive) is unsure. */
+  noulWithin?: readonly [number, number];
+}
+
+export interface RouteSpec {
+  name: string;
+  /** The fallback chain, in its configured order (1–8). */
+  members: RouteMember[];
+  /** Weights of the first upstream tried; the rest follow in order. */
+  weights?: Readonly<Record<string, number>>;
+  escalate?: Escalation;
+  /** The whole request, fallbacks and escalation included, ends by then. */
+  deadlineMs: number;
+  /** How long a decision on this route is kept (SPEC §13); 0 = no cache. */
+  cacheTtlSeconds: number;
+}
+
+/** What a route tells the core and metrics about each upstream it called. */
+export interface RouteEvents {
+  called?(upstream: string, outcome: 'ok' | 'error' | 'invalid', seconds: number): void;
+  fellBack?(route: string, from: string): void;
+  escalated?(route: string, outcome: 'ok' | 'error'): void;
+}
+
+export type RouteOutcome =
+  | {
+      ok: true;
+      /** Checked answers, keyed by the question IDs asked (SPEC §8). */
+      answers: Record<string, Answer>;
+      usage: Usage;
+      /** `name`, or `first+escalated` when some answers came from the escalation (SPEC §12). */
+      upstream: string;
+      upstreamRequestId?: string;
+      labelMass?: number;
+    }
+  | { ok: false; failure: GatewayFailure; detail?: string };
+
+export interface Route {
+  readonly spec: RouteSpec;
+  /** The reservation: the largest bound of its upstreams, plus the escalation target's (SPEC §12). */
+  usageBound(request: EvaluationRequest, bodyBytes: number): Usage;
+  answer(call: UpstreamCall): Promise<RouteOutcome>;
+}
+
+export interface RouteDeps {
+  logger: Logger;
+  events?: RouteEvents;
+  clock?: () => number;
+  /** A number in [0, 1), for the weighted draw. */
+  random?: () => number;
+}
+
+/** Failures after which the next upstream is tried; anything else (a 40001) ends the request. */
+const FALLS_BACK = new Set([50200, 50300, 50400]);
+
+const maxUsage = (a: Usage, b: Usage): Usage => ({
+  input_tokens: Math.max(a.input_tokens, b.input_tokens),
+  output_tokens: Math.max(a.output_tokens, b.output_tokens),
+});
+const addUsage = (a: Usage, b: Usage): Usage => ({
+  input_tokens: a.input_tokens + b.input_tokens,
+  output_tokens: a.output_tokens + b.output_tokens,
+});
+
+/**
+ * A route (SPEC §12): its upstreams tried one after another until one gives an answer that passes
+ * SPEC §8's checks, then the unsure questions asked again of the escalation target. Each upstream
+ * keeps its own retries inside its own timeout; the route's deadline bounds everything, so retries
+ * never multiply across a fallback chain.
+ */
+export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
+  const clock = deps.clock ?? Date.now;
+  const random = deps.random ?? Math.random;
+
+  /** One attempt on one upstream, bounded by its timeout and the route's deadline, then checked. */
+  async function attempt(member: RouteMember, call: UpstreamCall, request: EvaluationRequest) {
+    const name = member.upstream.name;
+    const deadlineAt = Math.min(call.deadlineAt, clock() + member.timeoutMs);
+    const started = performance.now();
+    const outcome = await member.upstream.answer({ ...call, request, deadlineAt });
+    const seconds = (performance.now() - started) / 1000;
+    if (!outcome.ok) {
+      deps.events?.called?.(name, 'error', seconds);
+      return outcome;
+    }
+    const answers = checkAnswers(request.questions, outcome.answers);
+    const usage = checkUsage(outcome.usage);
+    if (!answers.ok || !usage.ok) {
+      deps.events?.called?.(name, 'invalid', seconds);
+      const reason = answers.ok ? (usage as { reason: string }).reason : answers.reason;
+      return {
+        ok: false as const,
+        failure: failure('upstream_error', `the upstream returned an invalid answer: ${reason}`),
+        detail: reason,
+      };
+    }
+    deps.events?.called?.(name, 'ok', seconds);
+    return { ...outcome, answers: answers.value, usage: usage.value };
+  }
+
+  /** The order of this request's tries: the first drawn by weight, the rest as configured. */
+  function order(): RouteMember[] {
+    if (spec.weights === undefined) return spec.members;
+    const weights = spec.members.map((m) => spec.weights?.[m.upstream.name] ?? 0);
+    const total = weights.reduce((sum, w) => sum + w, 0);
+    let point = random() * total;
+    let first = 0;
+    for (; first < weights.length - 1; first++) {
+      point -= weights[first] as number;
+      if (point < 0) break;
+    }
+    return [spec.members[first] as RouteMember, ...spec.members.filter((_, i) => i !== first)];
+  }
+
+  /** The questions whose answers are unsure by the route's escalation rule. */
+  function unsure(answers: Record<string, Answer>, rule: Escalation): string[] {
+    return Object.entries(answers)
+      .filter(([, answer]) => {
+        if (answer.type === 'noul') {
+          const within = rule.noulWithin;
+          return within !== undefined && answer.noul >= within[0] && answer.noul <= within[1];
+        }
+        return rule.confidenceBelow !== undefined && answer.confidence < rule.confidenceBelow;
+      })
+      .map(([id]) => id);
+  }
+
+  async function answer(call: UpstreamCall): Promise<RouteOutcome> {
+    const tried: string[] = [];
+    let last: { failure: GatewayFailure; detail?: string } | undefined;
+    let first: Exclude<Awaited<ReturnType<typeof attempt>>, { ok: false }> | undefined;
+    let firstName = '';
+    for (const member of order()) {
+      // No upstream is started once the deadline has passed.
+      if (tried.length > 0 && clock() >= call.deadlineAt) break;
+      const name = member.upstream.name;
+      const outcome = await attempt(member, call, call.request);
+      if (outcome.ok) {
+        first = outcome;
+        firstName = name;
+        break;
+      }
+      tried.push(`${name}: ${outcome.failure.message} (${outcome.failure.code})`);
+      last = { failure: outcome.failure, ...(outcome.detail !== undefined && { detail: outcome.detail }) };
+      // The caller's input was refused: the next upstream would refuse it too.
+      if (!FALLS_BACK.has(outcome.failure.code)) return { ok: false, ...last };
+      deps.events?.fellBack?.(spec.name, name);
+    }
+    if (first === undefined) {
+      const lastFailure = last?.failure ?? failure('upstream_timeout', 'the route deadline passed');
+      // One upstream: its own message. Several: each named with its failure, in order.
+      const message = tried.length > 1 ? `every upstream failed: ${tried.join('; ')}` : lastFailure.message;
+      return { ok: false, failure: { ...lastFailure, message }, detail: last?.detail ?? message };
+    }
+
+    const result: Extract<RouteOutcome, { ok: true }> = {
+      ok: true,
+      answers: first.answers,
+      usage: first.usage,
+      upstream: firstName,
+      ...(first.upstreamRequestId !== undefined && { upstreamRequestId: first.upstreamRequestId }),
+      ...(first.labelMass !== undefined && { labelMass: first.labelMass }),
+    };
+    const rule = spec.escalate;
+    if (rule === undefined || rule.to.upstream.name === firstName) return result;
+    const ids = unsure(first.answers, rule);
+    if (ids.length === 0) return result;
+    if (clock() >= call.deadlineAt) {
+      deps.events?.escalated?.(spec.name, 'error');
+      deps.logger.warn(
+        { requestId: call.requestId, route: spec.name },
+        'escalation skipped: the route deadline passed',
+      );
+      return result;
+    }
+    // Exactly the unsure questions, in one call, with the same state.
+    const subset: EvaluationRequest = {
+      ...call.request,
+      questions: Object.fromEntries(
+        ids.map((id) => [id, call.request.questions[id]]),
+      ) as EvaluationRequest['questions'],
+    };
+    const second = await attempt(rule.to, call, subset);
+    if (!second.ok) {
+      // The first answers stand; the failure is logged and counted.
+      deps.events?.escalated?.(spec.name, 'error');
+      deps.logger.warn(
+        {
+          requestId: call.requestId,
+          route: spec.name,
+          upstream: rule.to.upstream.name,
+          code: second.failure.code,
+          reason: second.detail,
+        },
+        'escalation failed: the first answers stand',
+      );
+      return result;
+    }
+    deps.events?.escalated?.(spec.name, 'ok');
+    return {
+      ...result,
+      answers: { ...first.answers, ...second.answers },
+      usage: addUsage(first.usage, second.usage),
+      upstream: `${firstName}+${rule.to.upstream.name}`,
+    };
+  }
+
+  return {
+    spec,
+    usageBound(request, bodyBytes) {
+      let bound: Usage = { input_tokens: 0, output_tokens: 0 };
+      for (const member of spec.members)
+        bound = maxUsage(bound, member.upstream.usageBound(request, bodyBytes));
+      return spec.escalate === undefined
+        ? bound
+        : addUsage(bound, spec.escalate.to.upstream.usageBound(request, bodyBytes));
+    },
+    answer,
+  };
+}
