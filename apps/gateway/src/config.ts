@@ -74,6 +74,11 @@ export const ConfigSchema = z
     CREDITS_PER_1K_OUTPUT_TOKENS: rate(0),
     /** A YAML or JSON file of upstreams and routes (SPEC §12), read after the variables. */
     GATEWAY_CONFIG: z.string().optional(),
+    /** Without GATEWAY_CONFIG: how long the route `default` keeps a decision; 0 = no cache. */
+    CACHE_TTL_SECONDS: integer(0, 0, 31_536_000),
+    CACHE_SCOPE: z.enum(['key', 'global'], { error: 'must be key or global' }).default('key'),
+    /** The in-process cache's bound (without REDIS_URL). */
+    CACHE_MAX_BYTES: integer(64 * 1024 * 1024, 1024),
     LOG_LEVEL: z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
         error: 'must be fatal, error, warn, info, debug, trace or silent',
@@ -104,6 +109,7 @@ export const ConfigSchema = z
       creditsPer1kOutput: env.CREDITS_PER_1K_OUTPUT_TOKENS,
     },
     logLevel: env.LOG_LEVEL,
+    cache: { scope: env.CACHE_SCOPE, maxBytes: env.CACHE_MAX_BYTES },
   }));
 
 export type Config = z.output<typeof ConfigSchema> & {
@@ -166,17 +172,18 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
   const file = emptyAsUndefined(env.GATEWAY_CONFIG) as string | undefined;
   if (file === undefined) {
     const { name, config: upstream } = result.data.upstream;
-    return { ok: true, config: { ...result.data, gateway: singleUpstreamSetup(name, upstream, 0) } };
+    const ttl = Number(known.CACHE_TTL_SECONDS ?? 0);
+    return { ok: true, config: { ...result.data, gateway: singleUpstreamSetup(name, upstream, ttl) } };
   }
   // The file defines the upstreams: the variables that would define one are a contradiction.
   const clashing = Object.keys(known).filter(
-    (name) => name.startsWith('UPSTREAM') && known[name] !== undefined,
+    (name) => (name.startsWith('UPSTREAM') || name === 'CACHE_TTL_SECONDS') && known[name] !== undefined,
   );
   if (clashing.length > 0) {
     return {
       ok: false,
       problems: [
-        `GATEWAY_CONFIG: not allowed together with ${clashing.join(', ')}; define upstreams in the file`,
+        `GATEWAY_CONFIG: not allowed together with ${clashing.join(', ')}; define upstreams (and each route's cache) in the file`,
       ],
     };
   }

@@ -1,4 +1,7 @@
 import { ensureBootstrapKey } from './bootstrap.ts';
+import type { DecisionCache } from './cache/decision-cache.ts';
+import { createMemoryCache } from './cache/memory-cache.ts';
+import { createRedisCache } from './cache/redis-cache.ts';
 import { loadConfig, withoutPassword } from './config.ts';
 import { pricingFromCredits } from './core/credits.ts';
 import { buildGateway } from './http/server.ts';
@@ -62,12 +65,40 @@ if (config.redis !== undefined) {
   );
 }
 
+// The decision cache (SPEC §13), when a route keeps decisions: in Redis, shared by every instance,
+// or in process. A Redis failure makes the cache miss, never the request fail.
+let cache: DecisionCache | undefined;
+if (Object.values(config.gateway.routes).some((route) => route.cacheTtlSeconds > 0)) {
+  if (config.redis !== undefined) {
+    let lastWarning = 0;
+    const shared = createRedisCache({
+      ...config.redis,
+      onUnavailable(error) {
+        metrics.cacheUnavailable.inc();
+        if (Date.now() - lastWarning > 10_000) {
+          lastWarning = Date.now();
+          logger.warn({ err: error }, 'Redis cannot be reached: the decision cache misses until it is back');
+        }
+      },
+    });
+    await shared.connect().catch((error: Error) => {
+      logger.warn({ err: error }, 'Redis cannot be reached at start: the decision cache misses until it is');
+    });
+    cache = shared;
+  } else {
+    const local = createMemoryCache({ maxBytes: config.cache.maxBytes });
+    metrics.watchCacheBytes(() => local.bytes?.() ?? 0);
+    cache = local;
+  }
+}
+
 // Every configured upstream by name, and the routes over them (SPEC §12).
 const upstreams = createUpstreamRegistry(config.gateway.upstreams, logger, { metrics });
 const routes = buildRoutes(config.gateway, upstreams, { logger, metrics });
 const gateway = buildGateway({
   store,
   routes,
+  ...(cache && { cache, cacheScope: config.cache.scope }),
   logger,
   pricing: pricingFromCredits(config.pricing.creditsPer1kInput, config.pricing.creditsPer1kOutput),
   rateLimitPerMinute: config.rateLimitPerMinute,
@@ -105,6 +136,7 @@ async function shutdown(signal: string) {
     await gateway.drain();
     await Promise.all([...upstreams.values()].map((upstream) => upstream.close?.()));
     await rateLimiter?.close();
+    await cache?.close?.();
     await store.close();
     logger.info('stopped');
     await new Promise<void>((resolve) => logger.flush(() => resolve()));

@@ -11,6 +11,7 @@ export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'dg_' });
   const circuits = new Map<string, () => keyof typeof CIRCUIT_VALUE>();
+  let cacheBytes: (() => number) | undefined;
 
   const metrics = {
     registry,
@@ -81,6 +82,17 @@ export function createMetrics() {
       labelNames: ['route', 'outcome'] as const,
       registers: [registry],
     }),
+    cacheOutcomes: new Counter({
+      name: 'dg_cache_requests_total',
+      help: 'Evaluations on routes with a decision cache, by route and outcome: hit, coalesced (waited for an identical request), miss, bypass (Cache-Control)',
+      labelNames: ['route', 'outcome'] as const,
+      registers: [registry],
+    }),
+    cacheUnavailable: new Counter({
+      name: 'dg_cache_unavailable_total',
+      help: "Cache lookups and stores that failed because the cache's Redis could not be asked (each a miss)",
+      registers: [registry],
+    }),
     rateLimited: new Counter({
       name: 'dg_rate_limited_total',
       help: 'Requests refused by the per-key rate limit',
@@ -91,11 +103,24 @@ export function createMetrics() {
       help: "Requests let through unlimited because the rate limiter's Redis could not be asked (fail open)",
       registers: [registry],
     }),
+    /** Report the in-process decision cache's size on every scrape. */
+    watchCacheBytes(bytes: () => number) {
+      cacheBytes = bytes;
+    },
     /** Report an upstream's circuit state on every scrape. */
     watchCircuit(upstream: string, state: () => keyof typeof CIRCUIT_VALUE) {
       circuits.set(upstream, state);
     },
   };
+
+  new Gauge({
+    name: 'dg_cache_bytes',
+    help: 'Bytes held by the in-process decision cache (bounded by CACHE_MAX_BYTES)',
+    registers: [registry],
+    collect() {
+      if (cacheBytes) this.set(cacheBytes());
+    },
+  });
 
   new Gauge({
     name: 'dg_upstream_circuit_state',

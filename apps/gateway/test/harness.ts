@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import { MODEL_ID } from '@decision-gateway/contract';
 import { createLexicalUpstream, type Upstream, type UpstreamOutcome } from '@decision-gateway/questions';
 import type { Logger } from 'pino';
+import type { CacheScope, DecisionCache } from '../src/cache/decision-cache.ts';
 import { pricingFromCredits } from '../src/core/credits.ts';
 import { buildGateway, type Gateway } from '../src/http/server.ts';
 import { createKeyService, type KeyService } from '../src/keys/key-service.ts';
@@ -21,6 +22,7 @@ export interface TestGateway {
   store: Store;
   keys: KeyService;
   gateway: Gateway;
+  metrics: GatewayMetrics;
   dbPath: string;
   /** Every log line the gateway wrote, as text. */
   logs: string[];
@@ -42,6 +44,10 @@ export interface TestGatewayOptions {
   creditsPer1kInput?: number;
   /** Share the SQLite file of another instance (cross-instance tests). */
   dbPath?: string;
+  /** A decision cache for the default route, keeping decisions this long (SPEC §13). */
+  cache?: DecisionCache;
+  cacheTtlSeconds?: number;
+  cacheScope?: CacheScope;
 }
 
 /** A real gateway on 127.0.0.1 with a fresh SQLite file, as `pnpm start` builds it. */
@@ -67,6 +73,8 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
     store,
     upstream,
     ...(routes && { routes }),
+    ...(options.cache && { cache: options.cache, cacheScope: options.cacheScope ?? 'key' }),
+    ...(options.cacheTtlSeconds !== undefined && { cacheTtlSeconds: options.cacheTtlSeconds }),
     logger,
     pricing: pricingFromCredits(options.creditsPer1kInput ?? 1, 0),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
@@ -82,6 +90,7 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
     store,
     keys,
     gateway,
+    metrics,
     dbPath,
     logs,
     async createKey({ credits = 100, rateLimitPerMinute, expiresAt } = {}) {

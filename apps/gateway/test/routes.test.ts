@@ -89,8 +89,10 @@ describe('GATEWAY_CONFIG', () => {
     [
       'together with UPSTREAM',
       EXAMPLE,
-      { UPSTREAM: 'lexical' },
-      ['GATEWAY_CONFIG: not allowed together with UPSTREAM; define upstreams in the file'],
+      { UPSTREAM: 'lexical', CACHE_TTL_SECONDS: '60' },
+      [
+        "GATEWAY_CONFIG: not allowed together with UPSTREAM, CACHE_TTL_SECONDS; define upstreams (and each route's cache) in the file",
+      ],
     ],
     [
       'a missing file',

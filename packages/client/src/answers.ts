@@ -41,9 +41,22 @@ export type AnswersOf<Questions extends Record<string, QuestionDefinition>> = {
   [Id in keyof Questions]: AnswerOf<Questions[Id]>;
 };
 
+/** What the gateway said about a call in its response headers. */
+export interface EvaluationMeta {
+  /** `x-request-id`: name it when you report a problem. */
+  requestId: string;
+  /** `x-dg-route`: the route the request took. */
+  route: string | null;
+  /** `x-dg-upstream`: the upstream that answered, `first+escalated` after an escalation. */
+  upstream: string | null;
+  /** `x-dg-cache`: on a route with a decision cache. */
+  cache: 'hit' | 'miss' | 'bypass' | null;
+}
+
 /** What `client.evaluate` resolves to: the success `data` with answers typed per question. */
 export interface Evaluation<Questions extends Record<string, QuestionDefinition>> {
   result: Omit<EvaluationResult, 'answers' | 'usage'> & { answers: AnswersOf<Questions>; usage: Usage };
   /** Credits debited from the key: the client always sends one, so the gateway always reports it. */
   creditsUsed: number;
+  meta: EvaluationMeta;
 }

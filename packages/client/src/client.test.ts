@@ -38,6 +38,21 @@ describe('createGatewayClient against a real gateway', () => {
     expect(creditsUsed).toBe(result.usage.input_tokens / 1000);
   });
 
+  it('sends route as x-dg-route and reads meta from the response headers', async () => {
+    const client = createGatewayClient({ url: gw.url, apiKey: gw.key });
+    const questions = { refund: noul('Is this a refund request?') };
+    const { meta } = await client.evaluate({ state: 'Refund me, please.', questions });
+    expect(meta).toEqual({
+      requestId: expect.stringMatching(/^req_/),
+      route: 'default',
+      upstream: 'lexical',
+      cache: null,
+    });
+    const refused = await client.evaluate({ state: 'x', questions, route: 'nope' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(GatewayError);
+    expect(refused).toMatchObject({ code: 40004, type: 'unknown_route', status: 400 });
+  });
+
   it('lists models and exposes the raw tRPC proxy', async () => {
     const client = createGatewayClient({ url: `${gw.url}/`, apiKey: gw.key });
     expect((await client.listModels()).models[0]?.name).toBe('vendor/model-1.13');

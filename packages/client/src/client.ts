@@ -2,8 +2,9 @@
 import type { AppRouter } from '@decision-gateway/api';
 import type { ModelList, State } from '@decision-gateway/contract';
 import { MODEL_ID, type ModelId } from '@decision-gateway/contract/limits';
-import { createTRPCClient, httpLink, type TRPCClient } from '@trpc/client';
-import type { Evaluation } from './answers.ts';
+import { createTRPCClient, httpLink, type TRPCClient, type TRPCLink } from '@trpc/client';
+import { observable } from '@trpc/server/observable';
+import type { Evaluation, EvaluationMeta } from './answers.ts';
 import type { QuestionDefinition } from './builders.ts';
 import { type GatewayError, GatewayNetworkError, toGatewayError } from './errors.ts';
 
@@ -34,6 +35,13 @@ export interface EvaluateRequest<Questions extends Record<string, QuestionDefini
   questions: Questions;
   /** Defaults to the gateway's model, `vendor/model-1.13`. */
   model?: ModelId;
+  /** A route of the gateway's configuration, sent as `x-dg-route` (default: the key's, else `default`). */
+  route?: string;
+  /**
+   * On a route with a decision cache, sent as `Cache-Control`: `no-cache` asks the upstream afresh
+   * (and stores the answer), `no-store` neither looks up nor stores.
+   */
+  cache?: 'no-cache' | 'no-store';
 }
 
 export interface GatewayClient {
@@ -58,6 +66,33 @@ function isBrowserLike(): boolean {
 }
 
 const RETRYABLE = new Set([42900, 50300]);
+
+const CACHE_OUTCOMES = new Set(['hit', 'miss', 'bypass']);
+
+/** Reads what the gateway said in its response headers into the caller's `meta` holder. */
+const metaLink: TRPCLink<AppRouter> =
+  () =>
+  ({ next, op }) =>
+    observable((observer) =>
+      next(op).subscribe({
+        next(value) {
+          const response = (value.context as { response?: Response } | undefined)?.response;
+          const holder = op.context.meta as Partial<EvaluationMeta> | undefined;
+          if (response && holder) {
+            const header = (name: string) => response.headers.get(name);
+            const cache = header('x-dg-cache');
+            holder.requestId = header('x-request-id') ?? '';
+            holder.route = header('x-dg-route');
+            holder.upstream = header('x-dg-upstream');
+            holder.cache =
+              cache !== null && CACHE_OUTCOMES.has(cache) ? (cache as EvaluationMeta['cache']) : null;
+          }
+          observer.next(value);
+        },
+        error: (error) => observer.error(error),
+        complete: () => observer.complete(),
+      }),
+    );
 
 /** A typed client of the gateway's tRPC door (SPEC §9). */
 export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
@@ -89,7 +124,15 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   };
 
   const trpc = createTRPCClient<AppRouter>({
-    links: [httpLink({ url: `${base}/trpc`, headers, fetch: gatewayFetch })],
+    links: [
+      metaLink,
+      httpLink({
+        url: `${base}/trpc`,
+        // Per-call headers (x-dg-route) travel in the operation's context.
+        headers: ({ op }) => ({ ...headers, ...(op.context.headers as Record<string, string> | undefined) }),
+        fetch: gatewayFetch,
+      }),
+    ],
   });
 
   const maxRetries = options.retry?.maxRetries ?? 0;
@@ -110,13 +153,18 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
 
   return {
     trpc,
-    evaluate(request) {
+    async evaluate(request) {
       const input = { model: request.model ?? MODEL_ID, state: request.state, questions: request.questions };
+      const callHeaders: Record<string, string> = {};
+      if (request.route !== undefined) callHeaders['x-dg-route'] = request.route;
+      if (request.cache !== undefined) callHeaders['cache-control'] = request.cache;
+      const meta: Partial<EvaluationMeta> = {};
+      const data = await call(() =>
+        trpc.evaluate.mutate(input as never, { context: { headers: callHeaders, meta } }),
+      );
       // The router's output is the contract's untyped-by-question answers; the client narrows
       // it to the questions sent, which the gateway guarantees (one answer per ID, same type).
-      return call(() => trpc.evaluate.mutate(input as never)) as Promise<
-        Evaluation<typeof request.questions>
-      >;
+      return { ...data, meta: meta as EvaluationMeta } as unknown as Evaluation<typeof request.questions>;
     },
     listModels() {
       return call(() => trpc.models.query());

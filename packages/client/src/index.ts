@@ -3,6 +3,7 @@ export type {
   AnswersOf,
   ChoiceAnswerOf,
   Evaluation,
+  EvaluationMeta,
   LevelIndex,
   NoulAnswerOf,
   ScoreAnswerOf,

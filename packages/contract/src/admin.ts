@@ -122,3 +122,14 @@ export function parseAdminInput<Schema extends z.ZodType>(
   const issues = toIssues(result.error.issues);
   return { ok: false, error: failure('invalid_request', summarizeIssues(issues), { issues }) };
 }
+
+/** `DELETE /admin/cache?keyId=K` (SPEC §6, §13): all cached decisions, or one key's. */
+export const CachePurgeQuery = z.strictObject({
+  keyId: z.string().min(1).optional().meta({ description: 'Only the decisions this key stored.' }),
+});
+export type CachePurgeQuery = z.infer<typeof CachePurgeQuery>;
+
+export const CachePurged = z
+  .strictObject({ purged: z.number().int().meta({ description: 'How many cached decisions were dropped.' }) })
+  .meta({ id: 'CachePurged' });
+export type CachePurged = z.infer<typeof CachePurged>;

@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { AdjustCreditsBody, CreatedKey, CreateKeyBody, KeyList, KeyObject, UsageReport } from './admin.ts';
+import {
+  AdjustCreditsBody,
+  CachePurged,
+  CreatedKey,
+  CreateKeyBody,
+  KeyList,
+  KeyObject,
+  UsageReport,
+} from './admin.ts';
 import { EvaluationData } from './answer.ts';
 import { ErrorEnvelope, successEnvelope } from './envelope.ts';
 import { ERROR_TABLE, ERROR_TYPES } from './errors.ts';
@@ -26,6 +34,7 @@ const envelopes = {
   CreatedKeyEnvelope: successEnvelope(CreatedKey),
   KeyListEnvelope: successEnvelope(KeyList),
   UsageReportEnvelope: successEnvelope(UsageReport),
+  CachePurgedEnvelope: successEnvelope(CachePurged),
   HealthEnvelope: successEnvelope(z.strictObject({ status: z.string() })),
 };
 for (const [id, schema] of Object.entries(envelopes)) z.globalRegistry.add(schema, { id });
@@ -113,6 +122,41 @@ function errorResponses(types: readonly (keyof typeof ERROR_TABLE)[], native = f
     ]),
   );
 }
+
+/** What an evaluation's response says of its route and cache (all three doors). */
+const evaluationHeaders = {
+  'x-dg-route': { description: 'The route taken (once known, errors included).', schema: { type: 'string' } },
+  'x-dg-upstream': {
+    description: 'The upstream that answered; `first+escalated` when some answers came from the escalation.',
+    schema: { type: 'string' },
+  },
+  'x-dg-cache': {
+    description: 'On a route with a decision cache: hit, miss or bypass.',
+    schema: { type: 'string', enum: ['hit', 'miss', 'bypass'] },
+  },
+  age: {
+    description: 'A cache hit: whole seconds since the decision was stored.',
+    schema: { type: 'integer' },
+  },
+  'x-credits-used': { description: 'Credits debited, in decimal.', schema: { type: 'string' } },
+};
+/** What a caller may send beside the body to steer routing and the cache. */
+const evaluationParameters = [
+  {
+    name: 'x-dg-route',
+    in: 'header',
+    required: false,
+    description: "A route of the configuration (default: the key's route, else `default`); unknown → 40004.",
+    schema: { type: 'string' },
+  },
+  {
+    name: 'Cache-Control',
+    in: 'header',
+    required: false,
+    description: '`no-cache`: skip the cache lookup but store the answer; `no-store`: neither.',
+    schema: { type: 'string', enum: ['no-cache', 'no-store'] },
+  },
+];
 
 const ok = (id: string, description = 'Success') => ({
   description,
@@ -209,9 +253,13 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
           tags: ['Decisions'],
           summary: 'Evaluate questions over a shared state',
           security: [{ apiKey: [] }],
+          parameters: evaluationParameters,
           requestBody: { required: true, content: json('EvaluationRequest', { examples: EXAMPLES }) },
           responses: {
-            '200': ok('EvaluationEnvelope', 'One answer per question ID'),
+            '200': {
+              ...ok('EvaluationEnvelope', 'One answer per question ID'),
+              headers: { ...requestIdHeader, ...evaluationHeaders },
+            },
             ...errorResponses(EVALUATE_ERRORS),
           },
         },
@@ -231,12 +279,14 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
           tags: ['System One-compatible'],
           summary: 'Evaluate questions, answered in the System One wire format',
           security: [{ apiKey: [] }],
+          parameters: evaluationParameters,
           requestBody: { required: true, content: json('EvaluationRequest', { examples: EXAMPLES }) },
           responses: {
             '200': {
               description: 'One answer per question ID; the credits debited are in x-credits-used',
               headers: {
                 ...nativeHeaders,
+                ...evaluationHeaders,
                 'x-credits-used': { description: 'Credits debited, in decimal.', schema: { type: 'string' } },
               },
               content: json('NativeResult'),
@@ -335,6 +385,21 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
           responses: {
             '200': ok('UsageReportEnvelope'),
             ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
+          },
+        },
+      },
+      '/admin/cache': {
+        delete: {
+          operationId: 'purgeCache',
+          tags: ['Admin'],
+          summary: 'Drop cached decisions: all, or the ones one key stored',
+          security: admin,
+          parameters: [
+            { name: 'keyId', in: 'query', required: false, schema: { type: 'string', minLength: 1 } },
+          ],
+          responses: {
+            '200': ok('CachePurgedEnvelope'),
+            ...errorResponses([...AUTH_ERRORS, 'invalid_request']),
           },
         },
       },

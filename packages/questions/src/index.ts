@@ -1,5 +1,6 @@
 export * from './answers.ts';
 export * from './checks.ts';
+export { canonicalDecision } from './decision-key.ts';
 export * from './distribution.ts';
 export { bm25Scores } from './lexical/bm25.ts';
 export { answerLexically, createLexicalUpstream, lexicalUsage } from './lexical/lexical-upstream.ts';

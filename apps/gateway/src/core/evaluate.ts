@@ -12,6 +12,13 @@ import {
 } from '@decision-gateway/contract';
 import type { Logger } from 'pino';
 import type { Authenticate } from '../auth/authenticate.ts';
+import {
+  type CachedDecision,
+  type CacheScope,
+  cacheDirective,
+  type DecisionCache,
+  decisionKey,
+} from '../cache/decision-cache.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { KeyAuth, Store, UsageEntry } from '../store/store.ts';
 import type { Route } from '../upstreams/route.ts';
@@ -23,6 +30,11 @@ export interface EvaluationDeps {
   store: Store;
   /** The routes of the configuration, by name; one is `default` (SPEC §12). */
   routes: ReadonlyMap<string, Route>;
+  /** The decision cache of routes that have one (SPEC §13). */
+  cache?: DecisionCache;
+  cacheScope?: CacheScope;
+  /** Told of each cache outcome on a route with a cache, for metrics. */
+  onCacheOutcome?(route: string, outcome: CacheOutcome): void;
   rateLimiter: RateLimiter;
   pricing: Pricing;
   /** Per-key default when a key has no limit of its own; 0 = off. */
@@ -46,6 +58,8 @@ export interface EvaluationCall {
   authorization: string | undefined;
   /** The `x-dg-route` header, when sent. */
   route?: string | undefined;
+  /** The `Cache-Control` header, when sent. */
+  cacheControl?: string | undefined;
   body: EvaluationBody;
 }
 
@@ -60,6 +74,8 @@ export interface EvaluationLog {
   upstreamOutcome?: 'ok' | 'error';
   /** The route taken, once known. */
   route?: string;
+  /** On a route with a decision cache. */
+  cache?: CacheOutcome;
   /** The upstream(s) that answered, by configured name (`a+b` after an escalation). */
   upstream?: string;
   /** The upstream's own request id, logged beside the gateway's. */
@@ -83,7 +99,14 @@ export interface ResponseMeta {
   route?: string;
   /** Which upstream(s) answered: `name`, or `first+escalated` (SPEC §12). */
   upstream?: string;
+  /** On a route with a decision cache (SPEC §13). */
+  cache?: 'hit' | 'miss' | 'bypass';
+  /** A hit: whole seconds since the decision was stored. */
+  age?: number;
 }
+
+/** A hit, an identical request's answer waited for, a miss, or a lookup skipped by Cache-Control. */
+export type CacheOutcome = 'hit' | 'coalesced' | 'miss' | 'bypass';
 
 export type EvaluationOutcome =
   | { ok: true; data: EvaluationData; meta: ResponseMeta; log: EvaluationLog }
@@ -134,6 +157,8 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
   /** Reservations created before this were left by a crashed process: they count nowhere (SPEC §7). */
   const longestDeadlineMs = Math.max(...[...deps.routes.values()].map((route) => route.spec.deadlineMs));
   const staleBefore = (now: number) => now - staleAfterMs(longestDeadlineMs);
+  /** Decisions being asked now, by cache key: identical requests wait for the first (SPEC §13). */
+  const leaders = new Map<string, Promise<CachedDecision | undefined>>();
 
   async function fail(
     call: EvaluationCall,
@@ -206,6 +231,9 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     const route = deps.routes.get(routeName);
     if (route === undefined) return fail(call, key, unknownRoute(routeName, deps.routes), log);
     log.route = routeName;
+    const cache = route.spec.cacheTtlSeconds > 0 ? deps.cache : undefined;
+    const directive = cacheDirective(call.cacheControl);
+    if (cache) log.cache = directive === undefined ? 'miss' : 'bypass';
     if (!parsed.ok) return fail(call, key, parsed.error, log);
     const request = parsed.value;
     log.questions = Object.keys(request.questions).length;
@@ -214,7 +242,99 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       log.questionTypes[question.type] = (log.questionTypes[question.type] ?? 0) + 1;
     }
 
-    const bound = costMicro(route.usageBound(request, body.bytes), deps.pricing);
+    if (!cache) return paid(call, key, route, request, body.bytes, log);
+    // After validation and the rate limit, before any credit is held: a hit needs none.
+    const cacheKey = decisionKey(deps.cacheScope ?? 'key', key.id, routeName, request);
+    if (directive === undefined) {
+      const found = await cache.get(cacheKey);
+      if (found) return served(call, key, found, log, 'hit');
+      const leader = leaders.get(cacheKey.hash);
+      if (leader) {
+        // Never past this request's own deadline; if the first fails, this one goes on by itself.
+        const led = await withinMs(leader, route.spec.deadlineMs);
+        if (led) return served(call, key, led, log, 'coalesced');
+      }
+    }
+    deps.onCacheOutcome?.(routeName, directive === undefined ? 'miss' : 'bypass');
+    let resolveLeader: ((decision: CachedDecision | undefined) => void) | undefined;
+    if (directive === undefined && !leaders.has(cacheKey.hash)) {
+      leaders.set(cacheKey.hash, new Promise((resolve) => (resolveLeader = resolve)));
+    }
+    try {
+      const outcome = await paid(call, key, route, request, body.bytes, log);
+      if (!outcome.ok) return outcome;
+      // Only successful decisions, after their settlement.
+      const decision = {
+        answers: outcome.data.result.answers,
+        upstream: outcome.meta.upstream ?? '',
+        storedAt: clock(),
+      };
+      if (directive !== 'no-store') await cache.set(cacheKey, decision, route.spec.cacheTtlSeconds);
+      resolveLeader?.(decision);
+      return outcome;
+    } finally {
+      if (resolveLeader) {
+        resolveLeader(undefined);
+        leaders.delete(cacheKey.hash);
+      }
+    }
+  }
+
+  /** A decision from the cache (or an identical request's): nothing spent, a usage record all the same. */
+  async function served(
+    call: EvaluationCall,
+    key: KeyAuth,
+    decision: CachedDecision,
+    log: EvaluationLog,
+    how: 'hit' | 'coalesced',
+  ): Promise<EvaluationOutcome> {
+    log.cache = how;
+    log.upstream = decision.upstream;
+    log.usage = NO_USAGE;
+    log.creditsUsed = 0;
+    const route = log.route as string;
+    await deps.store.release(null, {
+      ...usageEntry(call, key, NO_USAGE, 0, 200, log.questions ?? 0),
+      route,
+      upstream: decision.upstream,
+      cached: true,
+    });
+    deps.onCacheOutcome?.(route, how);
+    const age = Math.max(0, Math.floor((clock() - decision.storedAt) / 1000));
+    return {
+      ok: true,
+      log,
+      meta: {
+        requestId: call.requestId,
+        route,
+        upstream: decision.upstream,
+        creditsUsed: 0,
+        cache: 'hit',
+        age,
+      },
+      data: {
+        result: {
+          model: MODEL_ID,
+          answers: decision.answers,
+          usage: NO_USAGE,
+          elapsedMs: Math.round(performance.now() - call.startedAt),
+        },
+        creditsUsed: 0,
+      },
+    };
+  }
+
+  /** Reserve, ask the route's upstreams, settle: the path of every request that is not a hit. */
+  async function paid(
+    call: EvaluationCall,
+    key: KeyAuth,
+    route: Route,
+    request: EvaluationRequest,
+    bodyBytes: number,
+    log: EvaluationLog,
+  ): Promise<EvaluationOutcome> {
+    const routeName = route.spec.name;
+    const bound = costMicro(route.usageBound(request, bodyBytes), deps.pricing);
     const now = clock();
     const reservation = await deps.store.reserve(key.id, call.requestId, bound, now, staleBefore(now));
     if (!reservation.ok) {
@@ -229,13 +349,13 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       call,
       key,
       reservationId: reservation.reservationId,
-      questions: log.questions,
+      questions: log.questions ?? 0,
       route: routeName,
       abandoned: false,
       settling: false,
     });
     try {
-      return await answer(call, key, route, request, body.bytes, reservation.reservationId, log);
+      return await answer(call, key, route, request, bodyBytes, reservation.reservationId, log);
     } catch (error) {
       deps.logger.error({ err: error, requestId: call.requestId }, 'evaluation failed unexpectedly');
       return fail(call, key, failure('internal_error', 'internal error'), log, reservation.reservationId);
@@ -327,8 +447,22 @@ const NO_USAGE: Usage = { input_tokens: 0, output_tokens: 0 };
 function metaOf(call: EvaluationCall, log: EvaluationLog): ResponseMeta {
   const meta: ResponseMeta = { requestId: call.requestId };
   if (log.route !== undefined) meta.route = log.route;
+  if (log.cache !== undefined) meta.cache = log.cache === 'coalesced' ? 'hit' : log.cache;
   if (log.upstreamOutcome === 'ok' && log.upstream !== undefined) meta.upstream = log.upstream;
   return meta;
+}
+
+/** The promise's value, or undefined once `ms` have passed without one. */
+async function withinMs<T>(promise: Promise<T | undefined>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** 40004: the route asked for (by header or by the key) is not in the configuration. */

@@ -1,5 +1,6 @@
 import {
   AdjustCreditsBody,
+  CachePurgeQuery,
   CreateKeyBody,
   failure,
   type GatewayFailure,
@@ -10,6 +11,7 @@ import {
 } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { bearerToken, isAdminToken } from '../auth/api-keys.ts';
+import type { DecisionCache } from '../cache/decision-cache.ts';
 import type { KeyResult, KeyService } from '../keys/key-service.ts';
 import { type DoorOptions, door, sendFailure as sendDoorFailure } from './doors.ts';
 import { sendSuccess } from './envelope.ts';
@@ -19,6 +21,8 @@ const sendFailure = (reply: FastifyReply, f: GatewayFailure) => sendDoorFailure(
 export interface AdminDoorOptions extends DoorOptions {
   adminToken: string;
   keys: KeyService;
+  /** The decision cache, when a route has one (SPEC §13). */
+  cache?: DecisionCache;
 }
 
 /** Admin API (SPEC §6); registered only when ADMIN_TOKEN is set, so otherwise every path is 404. */
@@ -89,5 +93,13 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
     const query = parseAdminInput(UsageQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
     return reply(await opts.keys.usage(request.params.id, query.value.limit), res);
+  });
+
+  // SPEC §6: drops cached decisions, all or one key's; with no cache configured there are none.
+  app.delete('/admin/cache', async (request, res) => {
+    const query = parseAdminInput(CachePurgeQuery, request.query);
+    if (!query.ok) return sendFailure(res, query.error);
+    const purged = opts.cache === undefined ? 0 : await opts.cache.purge(query.value.keyId);
+    return sendSuccess(res, { purged });
   });
 }

@@ -36,6 +36,7 @@ export function rawEvaluationCall(request: FastifyRequest): EvaluationCall {
     startedAt: request.startedAt,
     authorization: request.headers.authorization,
     route: routeHeader(request),
+    cacheControl: cacheControlHeader(request),
     body: { kind: 'bytes', bytes: request.body as Buffer | undefined, contentType: sentContentType(request) },
   };
 }
@@ -43,5 +44,11 @@ export function rawEvaluationCall(request: FastifyRequest): EvaluationCall {
 /** The `x-dg-route` header (SPEC §12), when sent once. */
 export function routeHeader(request: FastifyRequest): string | undefined {
   const value = request.headers['x-dg-route'];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The `Cache-Control` header (SPEC §13), when sent. */
+export function cacheControlHeader(request: FastifyRequest): string | undefined {
+  const value = request.headers['cache-control'];
   return typeof value === 'string' ? value : undefined;
 }

@@ -9,5 +9,7 @@ export function metaHeaders(meta: ResponseMeta): Record<string, string> {
   if (meta.creditsUsed !== undefined) headers['x-credits-used'] = String(meta.creditsUsed);
   if (meta.route !== undefined) headers['x-dg-route'] = meta.route;
   if (meta.upstream !== undefined) headers['x-dg-upstream'] = meta.upstream;
+  if (meta.cache !== undefined) headers['x-dg-cache'] = meta.cache;
+  if (meta.age !== undefined) headers.age = String(meta.age);
   return headers;
 }

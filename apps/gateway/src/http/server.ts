@@ -3,6 +3,7 @@ import type { Upstream } from '@decision-gateway/questions';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { createAuthenticate } from '../auth/authenticate.ts';
+import type { CacheScope, DecisionCache } from '../cache/decision-cache.ts';
 import { TIMEOUT_DEFAULTS } from '../config.ts';
 import type { Pricing } from '../core/credits.ts';
 import { createEvaluator } from '../core/evaluate.ts';
@@ -31,8 +32,9 @@ export interface GatewayOptions {
   logger: Logger;
   pricing: Pricing;
   rateLimitPerMinute: number;
-  /** With `upstream`: the deadline of each call to it. */
+  /** With `upstream`: the deadline of each call to it, and how long its route keeps a decision. */
   upstreamTimeoutMs?: number;
+  cacheTtlSeconds?: number;
   adminToken?: string | undefined;
   rateLimiter?: RateLimiter;
   metrics?: GatewayMetrics;
@@ -42,6 +44,9 @@ export interface GatewayOptions {
   shutdownTimeoutMs?: number;
   /** The core's clock (epoch ms): key expiry, rate limits and usage times all read it. */
   clock?: () => number;
+  /** The decision cache of routes that have one (SPEC §13), and whose decisions it shares. */
+  cache?: DecisionCache;
+  cacheScope?: CacheScope;
 }
 
 export interface Gateway {
@@ -187,6 +192,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
     clock,
     store: options.store,
     routes: routeTable,
+    ...(options.cache && { cache: options.cache, cacheScope: options.cacheScope ?? 'key' }),
+    onCacheOutcome: (route, outcome) => metrics.cacheOutcomes.inc({ route, outcome }),
     rateLimiter,
     pricing: options.pricing,
     defaultRateLimitPerMinute: options.rateLimitPerMinute,
@@ -203,6 +210,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     app.register(adminDoor, {
       adminToken: options.adminToken,
       keys: createKeyService(options.store, clock, [...routeTable.keys()]),
+      ...(options.cache && { cache: options.cache }),
       methodsFor: routes.methodsFor,
     });
   }
@@ -246,7 +254,12 @@ function singleRoute(options: GatewayOptions, metrics: GatewayMetrics): Readonly
   if (options.upstream === undefined) throw new Error('buildGateway needs routes or an upstream');
   const timeoutMs = options.upstreamTimeoutMs ?? UPSTREAM_DEFAULTS.timeoutMs;
   const member = { upstream: options.upstream, timeoutMs };
-  const spec = { name: 'default', members: [member], deadlineMs: 2 * timeoutMs, cacheTtlSeconds: 0 };
+  const spec = {
+    name: 'default',
+    members: [member],
+    deadlineMs: 2 * timeoutMs,
+    cacheTtlSeconds: options.cacheTtlSeconds ?? 0,
+  };
   return new Map([['default', createRoute(spec, { logger: options.logger, events: routeEvents(metrics) })]]);
 }
 

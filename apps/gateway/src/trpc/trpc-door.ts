@@ -22,7 +22,13 @@ import type { Evaluate, ResponseMeta } from '../core/evaluate.ts';
 import type { EvaluationReport } from '../http/door-outcome.ts';
 import { type DoorOptions, door } from '../http/doors.ts';
 import { retryAfterSeconds } from '../http/envelope.ts';
-import { rawEvaluationCall, readRawBodies, routeHeader, sentContentType } from '../http/read-body.ts';
+import {
+  cacheControlHeader,
+  rawEvaluationCall,
+  readRawBodies,
+  routeHeader,
+  sentContentType,
+} from '../http/read-body.ts';
 import { metaHeaders } from '../http/response-meta.ts';
 
 export interface TrpcDoorOptions extends DoorOptions {
@@ -73,6 +79,7 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
           startedAt: request.startedAt,
           authorization: request.headers.authorization,
           route: routeHeader(request),
+          cacheControl: cacheControlHeader(request),
           body: {
             kind: 'lazy',
             contentType: sentContentType(request),
