@@ -51,6 +51,8 @@ async function forwardWithAccounting(body: unknown, authorization: string | unde
       route: 'default',
       upstream: 'systemone',
       cached: false,
+      tokenId: null,
+      subject: null,
     },
     0,
   );

@@ -76,6 +76,32 @@ export const ConfigSchema = z
     GATEWAY_CONFIG: z.string().optional(),
     /** Without GATEWAY_CONFIG: how long the route `default` keeps a decision; 0 = no cache. */
     CACHE_TTL_SECONDS: integer(0, 0, 31_536_000),
+    /** Browser origins that may call with tokens (SPEC §14), comma-separated, exact. */
+    CORS_ORIGINS: z
+      .string()
+      .transform((text) =>
+        text
+          .split(',')
+          .map((origin) => origin.trim())
+          .filter(Boolean),
+      )
+      .pipe(
+        z.array(
+          z.string().refine(
+            (origin) => {
+              try {
+                const url = new URL(origin);
+                return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === origin;
+              } catch {
+                return false;
+              }
+            },
+            { error: 'must list exact origins (https://app.example.com), comma-separated, no paths' },
+          ),
+        ),
+      )
+      .optional()
+      .transform((origins) => origins ?? []),
     CACHE_SCOPE: z.enum(['key', 'global'], { error: 'must be key or global' }).default('key'),
     /** The in-process cache's bound (without REDIS_URL). */
     CACHE_MAX_BYTES: integer(64 * 1024 * 1024, 1024),
@@ -110,6 +136,7 @@ export const ConfigSchema = z
     },
     logLevel: env.LOG_LEVEL,
     cache: { scope: env.CACHE_SCOPE, maxBytes: env.CACHE_MAX_BYTES },
+    corsOrigins: env.CORS_ORIGINS,
   }));
 
 export type Config = z.output<typeof ConfigSchema> & {

@@ -99,6 +99,7 @@ const gateway = buildGateway({
   store,
   routes,
   ...(cache && { cache, cacheScope: config.cache.scope }),
+  corsOrigins: config.corsOrigins,
   logger,
   pricing: pricingFromCredits(config.pricing.creditsPer1kInput, config.pricing.creditsPer1kOutput),
   rateLimitPerMinute: config.rateLimitPerMinute,

@@ -134,6 +134,7 @@ describe('admin API (SPEC §6)', () => {
       route: 'default',
       upstream: null,
       cached: false,
+      subject: null,
     });
     expect((await get(gw.url, `/admin/keys/${data.id}/usage`, admin)).body.data.recent).toHaveLength(4);
     expect((await get(gw.url, `/admin/keys/${data.id}/usage?limit=1001`, admin)).body.code).toBe(40001);

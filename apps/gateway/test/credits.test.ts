@@ -165,6 +165,8 @@ describe('credits under concurrency', () => {
         route: null,
         upstream: null,
         cached: false,
+        tokenId: null,
+        subject: null,
         inputTokens: 0,
         outputTokens: 0,
         questions: 0,

@@ -48,6 +48,9 @@ export interface TestGatewayOptions {
   cache?: DecisionCache;
   cacheTtlSeconds?: number;
   cacheScope?: CacheScope;
+  corsOrigins?: string[];
+  /** The core's clock (key and token expiry, rate limits). */
+  clock?: () => number;
 }
 
 /** A real gateway on 127.0.0.1 with a fresh SQLite file, as `pnpm start` builds it. */
@@ -75,6 +78,8 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
     ...(routes && { routes }),
     ...(options.cache && { cache: options.cache, cacheScope: options.cacheScope ?? 'key' }),
     ...(options.cacheTtlSeconds !== undefined && { cacheTtlSeconds: options.cacheTtlSeconds }),
+    ...(options.corsOrigins && { corsOrigins: options.corsOrigins }),
+    ...(options.clock && { clock: options.clock }),
     logger,
     pricing: pricingFromCredits(options.creditsPer1kInput ?? 1, 0),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,

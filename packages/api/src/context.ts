@@ -1,4 +1,4 @@
-import type { EvaluationData, GatewayFailure, ModelList } from '@decision-gateway/contract';
+import type { CreatedToken, EvaluationData, GatewayFailure, ModelList } from '@decision-gateway/contract';
 
 /** One tRPC operation: its place in the batch and its input, read only when the core asks. */
 export interface Operation {
@@ -24,4 +24,6 @@ export interface ApiContext {
   requestId: string;
   evaluate(operation: Operation): Promise<OperationResult<EvaluationData>>;
   listModels(operation: Operation): Promise<OperationResult<ModelList>>;
+  /** Mints a short-lived browser token for the calling API key (SPEC §14). */
+  createToken(operation: Operation): Promise<OperationResult<CreatedToken>>;
 }

@@ -1,4 +1,10 @@
-import type { EvaluationData, EvaluationRequest, ModelList } from '@decision-gateway/contract';
+import type {
+  CreatedToken,
+  CreateTokenBody,
+  EvaluationData,
+  EvaluationRequest,
+  ModelList,
+} from '@decision-gateway/contract';
 import { initTRPC } from '@trpc/server';
 import type { ApiContext, Operation, OperationResult } from './context.ts';
 import {
@@ -43,6 +49,11 @@ export const appRouter = t.router({
     .input(evaluateInput)
     .mutation(({ ctx }): EvaluationData => ctx.data),
   models: operation((ctx, op) => ctx.listModels(op)).query(({ ctx }): ModelList => ctx.data),
+  tokens: t.router({
+    create: operation((ctx, op) => ctx.createToken(op))
+      .input((input: unknown) => input as CreateTokenBody | undefined)
+      .mutation(({ ctx }): CreatedToken => ctx.data),
+  }),
 });
 
 /** Import with `import type` only: clients get the types, never the server code. */

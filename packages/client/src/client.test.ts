@@ -210,6 +210,8 @@ describe('browser guard', () => {
         createGatewayClient({ url: 'http://x', apiKey: 'dg_k', dangerouslyAllowBrowser: true }),
       ).not.toThrow();
       expect(() => createGatewayClient({ url: 'http://x' })).not.toThrow();
+      // Tokens are made for browsers: no guard.
+      expect(() => createGatewayClient({ url: 'http://x', token: 'dgt_t' })).not.toThrow();
     } finally {
       delete g.window;
     }
@@ -231,6 +233,58 @@ describe('the README example', () => {
       expect(stdout).toContain('team: billing');
       expect(stdout).toMatch(/refund request: \d+%/);
       expect(stdout).toMatch(/\d+ input tokens, [\d.]+ credits/);
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
+describe('tokens', () => {
+  it('mints a token with an API key, then evaluates with it, fetching it again once after it expired', async () => {
+    let now = Date.now();
+    const gw = await startGateway(createLexicalUpstream(), () => now);
+    try {
+      const server = createGatewayClient({ url: gw.url, apiKey: gw.key });
+      let minted = 0;
+      const browser = createGatewayClient({
+        url: gw.url,
+        token: async () => {
+          minted++;
+          return (await server.createToken({ ttlSeconds: 60, subject: 'visitor' })).token;
+        },
+      });
+      const questions = { refund: noul('Is this a refund request?') };
+      expect((await browser.evaluate({ state: 'Refund me', questions })).result.answers.refund.type).toBe(
+        'noul',
+      );
+      await browser.evaluate({ state: 'Refund me again', questions });
+      expect(minted).toBe(1);
+      now += 61_000;
+      const after = await browser.evaluate({ state: 'Refund me later', questions });
+      expect(after.creditsUsed).toBeGreaterThan(0);
+      expect(minted).toBe(2);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('reports a token that stays expired, and a token that may not mint', async () => {
+    let now = Date.now();
+    const gw = await startGateway(createLexicalUpstream(), () => now);
+    try {
+      const server = createGatewayClient({ url: gw.url, apiKey: gw.key });
+      const { token } = await server.createToken({ ttlSeconds: 10 });
+      now += 11_000;
+      const browser = createGatewayClient({ url: gw.url, token });
+      const error = await browser
+        .evaluate({ state: 's', questions: { q: noul('yes?') } })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 40101, message: 'the token has expired' });
+      const fresh = await server.createToken();
+      const refused = await createGatewayClient({ url: gw.url, token: fresh.token })
+        .createToken()
+        .catch((e: unknown) => e);
+      expect(refused).toMatchObject({ code: 40300, type: 'forbidden', status: 403 });
     } finally {
       await gw.close();
     }

@@ -1,6 +1,6 @@
 // Types only: the client never loads server code (checked by bundle.test.ts).
 import type { AppRouter } from '@decision-gateway/api';
-import type { ModelList, State } from '@decision-gateway/contract';
+import type { CreatedToken, CreateTokenBody, ModelList, State } from '@decision-gateway/contract';
 import { MODEL_ID, type ModelId } from '@decision-gateway/contract/limits';
 import { createTRPCClient, httpLink, type TRPCClient, type TRPCLink } from '@trpc/client';
 import { observable } from '@trpc/server/observable';
@@ -20,6 +20,12 @@ export interface GatewayClientOptions {
   url: string;
   /** An API key (`dg_…`). Keys belong on trusted servers, never in a browser. */
   apiKey?: string;
+  /**
+   * A short-lived token (`dgt_…`) minted by your server, for browsers: a string, or a function
+   * returning one (or a promise of one), called before the first call and again, once, when the
+   * gateway says the token expired.
+   */
+  token?: string | (() => string | Promise<string>);
   /** A fetch implementation (defaults to the global one). */
   fetch?: typeof fetch;
   /** Extra headers for every call. */
@@ -51,6 +57,8 @@ export interface GatewayClient {
   ): Promise<Evaluation<Questions>>;
   /** The models this gateway serves. */
   listModels(): Promise<ModelList>;
+  /** Mints a short-lived token for a browser (API key only; on your server). */
+  createToken(options?: CreateTokenBody): Promise<CreatedToken>;
   /** The raw typed tRPC proxy, for advanced use (errors are TRPCClientError there). */
   readonly trpc: TRPCClient<AppRouter>;
 }
@@ -105,6 +113,14 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   const base = options.url.replace(/\/+$/, '');
   const headers: Record<string, string> = { ...options.headers };
   if (options.apiKey !== undefined) headers.authorization = `Bearer ${options.apiKey}`;
+  // The token, fetched once and kept until the gateway says it expired.
+  const tokenSource = options.token;
+  let token: Promise<string> | undefined;
+  const currentToken = () => {
+    if (tokenSource === undefined) return undefined;
+    token ??= Promise.resolve(typeof tokenSource === 'function' ? tokenSource() : tokenSource);
+    return token;
+  };
 
   // A reply that is not JSON (a proxy's error page, a wrong URL) is no gateway answer at all.
   const baseFetch = options.fetch ?? globalThis.fetch;
@@ -129,7 +145,14 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       httpLink({
         url: `${base}/trpc`,
         // Per-call headers (x-dg-route) travel in the operation's context.
-        headers: ({ op }) => ({ ...headers, ...(op.context.headers as Record<string, string> | undefined) }),
+        headers: async ({ op }) => {
+          const bearer = await currentToken();
+          return {
+            ...headers,
+            ...(bearer !== undefined && { authorization: `Bearer ${bearer}` }),
+            ...(op.context.headers as Record<string, string> | undefined),
+          };
+        },
         fetch: gatewayFetch,
       }),
     ],
@@ -139,11 +162,24 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   const maxDelayMs = options.retry?.maxDelayMs ?? 30_000;
 
   async function call<T>(run: () => Promise<T>): Promise<T> {
+    let refreshed = false;
     for (let attempt = 0; ; attempt++) {
       try {
         return await run();
       } catch (error) {
         const failure: GatewayError = toGatewayError(error);
+        // An expired token is fetched again, once, if the caller gave a way to fetch one.
+        if (
+          failure.code === 40101 &&
+          /expired/.test(failure.message) &&
+          typeof tokenSource === 'function' &&
+          !refreshed
+        ) {
+          refreshed = true;
+          token = undefined;
+          attempt--;
+          continue;
+        }
         if (attempt >= maxRetries || !RETRYABLE.has(failure.code)) throw failure;
         const wait = Math.min(failure.retryAfterMs ?? 1000 * 2 ** attempt, maxDelayMs);
         await new Promise((resolve) => setTimeout(resolve, wait));
@@ -168,6 +204,9 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     },
     listModels() {
       return call(() => trpc.models.query());
+    },
+    createToken(tokenOptions = {}) {
+      return call(() => trpc.tokens.create.mutate(tokenOptions));
     },
   };
 }

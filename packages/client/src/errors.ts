@@ -67,8 +67,15 @@ export function toGatewayError(error: unknown): GatewayError {
     }
   }
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+  const reason = cause instanceof Error ? cause.message : String(cause);
+  // A browser hides why a request failed; the commonest reason is CORS, so say so.
+  const origin = (globalThis as { location?: { origin?: string } }).location?.origin;
+  const likely =
+    origin === undefined
+      ? ''
+      : ` (from a browser the likely cause is CORS: the gateway answers this page, ${origin}, only if its CORS_ORIGINS lists it and the call uses a token, never an API key)`;
   return new GatewayNetworkError({
-    message: `could not reach the gateway: ${cause instanceof Error ? cause.message : String(cause)}`,
+    message: `the gateway did not answer${likely}: ${reason}`,
     code: 0,
     type: 'network_error',
     status: 0,

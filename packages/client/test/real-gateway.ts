@@ -11,7 +11,7 @@ import {
 import { createLexicalUpstream, type Upstream } from '@decision-gateway/questions';
 
 /** A real gateway on 127.0.0.1 with a fresh SQLite file, the way the quick start runs it. */
-export async function startGateway(upstream: Upstream = createLexicalUpstream()) {
+export async function startGateway(upstream: Upstream = createLexicalUpstream(), clock?: () => number) {
   const dir = mkdtempSync(join(tmpdir(), 'dg-client-'));
   const store = openSqliteStore(join(dir, 'gateway.db'));
   const gateway = buildGateway({
@@ -21,6 +21,7 @@ export async function startGateway(upstream: Upstream = createLexicalUpstream())
     pricing: pricingFromCredits(1, 0),
     rateLimitPerMinute: 0,
     upstreamTimeoutMs: 10_000,
+    ...(clock && { clock }),
   });
   const url = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
   const keys = createKeyService(store);

@@ -76,6 +76,10 @@ export const UsageRecord = z.strictObject({
     description: 'The upstream that answered, `first+escalated` after an escalation; null when none did.',
   }),
   cached: z.boolean().meta({ description: 'Answered from the decision cache.' }),
+  subject: z
+    .string()
+    .nullable()
+    .meta({ description: 'The end user of the browser token it came with, if any.' }),
 });
 export type UsageRecord = z.infer<typeof UsageRecord>;
 
@@ -133,3 +137,69 @@ export const CachePurged = z
   .strictObject({ purged: z.number().int().meta({ description: 'How many cached decisions were dropped.' }) })
   .meta({ id: 'CachePurged' });
 export type CachePurged = z.infer<typeof CachePurged>;
+
+/** An exact browser origin: `scheme://host[:port]`, no path (what a browser sends as `Origin`). */
+const Origin = z.string().refine(
+  (value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value;
+    } catch {
+      return false;
+    }
+  },
+  { error: 'must be an exact origin: scheme://host[:port], no path' },
+);
+
+/** `POST /v1/tokens` (SPEC §14): every field optional, the body closed. */
+export const CreateTokenBody = z
+  .strictObject({
+    ttlSeconds: z
+      .number()
+      .int({ error: 'must be a whole number of seconds' })
+      .min(10, { error: 'must be at least 10' })
+      .max(3600, { error: 'must be at most 3600' })
+      .optional()
+      .meta({ description: 'How long the token lives (default 600).' }),
+    maxCredits: credits
+      .refine((n) => n > 0, { error: 'must be above 0' })
+      .optional()
+      .meta({ description: 'The most the token may ever spend (default: the key’s balance is the limit).' }),
+    origins: z
+      .array(Origin)
+      .min(1, { error: 'give 1 to 16 origins' })
+      .max(16, { error: 'give 1 to 16 origins' })
+      .optional()
+      .meta({ description: 'Exact origins it may be used from (default: any origin in CORS_ORIGINS).' }),
+    subject: z
+      .string()
+      .min(1, { error: 'must not be empty' })
+      .max(128, { error: 'must be at most 128 characters' })
+      .optional()
+      .meta({ description: 'The end user, recorded on every usage record.' }),
+    rateLimitPerMinute: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .meta({ description: 'The token’s own bucket, on top of the key’s.' }),
+    route: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({ description: 'A route the token always uses (x-dg-route is then ignored).' }),
+  })
+  .meta({ id: 'CreateTokenBody' });
+export type CreateTokenBody = z.infer<typeof CreateTokenBody>;
+
+export const CreatedToken = z
+  .strictObject({
+    token: z.string().meta({ description: 'The token (`dgt_…`), shown once.' }),
+    expiresAt: z.string(),
+    maxCredits: z.number().nullable(),
+    origins: z.array(z.string()).nullable(),
+    subject: z.string().nullable(),
+    route: z.string().nullable(),
+  })
+  .meta({ id: 'CreatedToken' });
+export type CreatedToken = z.infer<typeof CreatedToken>;

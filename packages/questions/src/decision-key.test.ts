@@ -62,6 +62,10 @@ describe('canonicalDecision', () => {
         ][]) {
           if (q.type === 'choice') {
             const reversed = own(Object.entries(q.criteria as object).reverse());
+            // Integer-like labels ("0") always come first in a JS object: then the order the
+            // gateway sees (and answers by) did not change, and neither may the key.
+            if (Object.keys(reversed).join('\u0000') === Object.keys(q.criteria as object).join('\u0000'))
+              continue;
             expect(
               key({ ...body, questions: { ...body.questions, [id]: { ...q, criteria: reversed } } }),
             ).not.toBe(key(body));

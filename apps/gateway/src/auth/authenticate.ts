@@ -1,23 +1,68 @@
-import type { GatewayFailure } from '@decision-gateway/contract';
-import type { KeyAuth, Store } from '../store/store.ts';
-import { keyCheckFailure, verifyApiKey } from './api-keys.ts';
+import { createHash } from 'node:crypto';
+import { failure, type GatewayFailure } from '@decision-gateway/contract';
+import type { KeyAuth, Store, TokenAuth } from '../store/store.ts';
+import { bearerToken, keyCheckFailure, verifyApiKey } from './api-keys.ts';
+import { TOKEN_PREFIX } from './tokens.ts';
 
-/** Who a request acts for. Today an API key; short-lived tokens join this union. */
-export type Principal = { kind: 'key'; key: KeyAuth };
+/** Who a request acts for: an API key (a trusted server), or a short-lived token (a browser). */
+export type Principal =
+  | { kind: 'key'; key: KeyAuth }
+  | { kind: 'token'; key: KeyAuth; token: TokenAuth['token'] };
 
 export type Authentication = { ok: true; principal: Principal } | { ok: false; failure: GatewayFailure };
 
-/**
- * The one check of an `Authorization` header (SPEC §5): every door and the evaluation core call
- * this, never the store. Judged by the core's clock, so expiry is seen alike everywhere.
- */
-export type Authenticate = (authorization: string | undefined) => Promise<Authentication>;
+/** What a request shows of itself: its `Authorization` header, and its `Origin` when a browser sent it. */
+export interface Credentials {
+  authorization: string | undefined;
+  origin: string | undefined;
+}
 
-export function createAuthenticate(store: Store, clock: () => number): Authenticate {
-  return async (authorization) => {
+/**
+ * The one check of a request's credentials (SPEC §§5, 14): every door and the evaluation core call
+ * this, never the store. Judged by the core's clock, so expiry is seen alike everywhere. It also
+ * holds the origin rules (40300): a token only from its origins, an API key never from a browser
+ * origin the gateway serves.
+ */
+export type Authenticate = (credentials: Credentials) => Promise<Authentication>;
+
+const MINT_A_TOKEN =
+  'an API key may not be used from a browser: mint a short-lived token on your server (POST /v1/tokens) and use that';
+
+export function createAuthenticate(
+  store: Store,
+  clock: () => number,
+  /** CORS_ORIGINS: the browser origins the gateway serves. */
+  corsOrigins: readonly string[] = [],
+): Authenticate {
+  return async ({ authorization, origin }) => {
+    const bearer = bearerToken(authorization);
+    if (bearer?.startsWith(TOKEN_PREFIX)) return checkToken(bearer, origin);
     const check = await verifyApiKey(store, authorization, clock());
-    return check.ok
-      ? { ok: true, principal: { kind: 'key', key: check.key } }
-      : { ok: false, failure: keyCheckFailure(check) };
+    if (!check.ok) return { ok: false, failure: keyCheckFailure(check) };
+    if (origin !== undefined && corsOrigins.includes(origin))
+      return { ok: false, failure: failure('forbidden', MINT_A_TOKEN) };
+    return { ok: true, principal: { kind: 'key', key: check.key } };
   };
+
+  async function checkToken(token: string, origin: string | undefined): Promise<Authentication> {
+    const found = await store.findTokenByHash(createHash('sha256').update(token).digest('hex'));
+    const refuse = (message: string): Authentication => ({
+      ok: false,
+      failure: failure('invalid_api_key', message),
+    });
+    if (!found) return refuse('the token is not known');
+    const now = clock();
+    if (found.token.expiresAt <= now) return refuse('the token has expired');
+    if (found.key.revokedAt !== null) return refuse("the token's API key has been revoked");
+    if (found.key.expiresAt !== null && found.key.expiresAt <= now)
+      return refuse("the token's API key has expired");
+    // A request with no Origin (a server) is not refused for it.
+    const allowed = found.token.origins ?? corsOrigins;
+    if (origin !== undefined && !allowed.includes(origin))
+      return {
+        ok: false,
+        failure: failure('forbidden', `this token may not be used from the origin ${origin.slice(0, 200)}`),
+      };
+    return { ok: true, principal: { kind: 'token', key: found.key, token: found.token } };
+  }
 }

@@ -134,7 +134,7 @@ export async function runKeysCli(
           const t = report.totals;
           const lines = report.recent.map(
             (r) =>
-              `  ${r.at}  ${r.requestId}  status ${r.status}  ${r.questions} questions  ${r.input_tokens}+${r.output_tokens} tokens  ${r.creditsUsed} credits  ${r.elapsedMs} ms  route ${r.route ?? '-'}  upstream ${r.upstream ?? '-'}${r.cached ? '  cached' : ''}`,
+              `  ${r.at}  ${r.requestId}  status ${r.status}  ${r.questions} questions  ${r.input_tokens}+${r.output_tokens} tokens  ${r.creditsUsed} credits  ${r.elapsedMs} ms  route ${r.route ?? '-'}  upstream ${r.upstream ?? '-'}${r.cached ? '  cached' : ''}${r.subject === null ? '' : `  subject ${r.subject}`}`,
           );
           return `${t.requests} requests, ${t.creditsUsed} credits, ${t.input_tokens} input and ${t.output_tokens} output tokens\n${lines.join('\n')}\n`;
         });

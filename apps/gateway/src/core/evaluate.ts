@@ -20,7 +20,7 @@ import {
   decisionKey,
 } from '../cache/decision-cache.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
-import type { KeyAuth, Store, UsageEntry } from '../store/store.ts';
+import type { KeyAuth, Store, TokenAuth, UsageEntry } from '../store/store.ts';
 import type { Route } from '../upstreams/route.ts';
 import { costMicro, fromMicro, type Pricing } from './credits.ts';
 
@@ -60,6 +60,8 @@ export interface EvaluationCall {
   route?: string | undefined;
   /** The `Cache-Control` header, when sent. */
   cacheControl?: string | undefined;
+  /** The `Origin` header: a browser's request (SPEC §14). */
+  origin?: string | undefined;
   body: EvaluationBody;
 }
 
@@ -137,10 +139,15 @@ export interface Evaluator {
   abandonInFlight(): Promise<number>;
 }
 
+/** Who pays for a request: its key, and the browser token it came with, if any (SPEC §14). */
+interface Payer extends KeyAuth {
+  token: TokenAuth['token'] | null;
+}
+
 /** A request between its reservation and its settlement. */
 interface Flight {
   call: EvaluationCall;
-  key: KeyAuth;
+  key: Payer;
   reservationId: string | null;
   questions: number;
   route: string;
@@ -162,7 +169,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
 
   async function fail(
     call: EvaluationCall,
-    key: KeyAuth | undefined,
+    key: Payer | undefined,
     error: GatewayFailure,
     log: EvaluationLog,
     reservationId: string | null = null,
@@ -178,7 +185,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
 
   function usageEntry(
     call: EvaluationCall,
-    key: KeyAuth,
+    key: Payer,
     usage: Usage,
     creditsMicro: number,
     status: number,
@@ -187,6 +194,8 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     return {
       requestId: call.requestId,
       keyId: key.id,
+      tokenId: key.token?.id ?? null,
+      subject: key.token?.subject ?? null,
       creditsMicro,
       inputTokens: usage.input_tokens,
       outputTokens: usage.output_tokens,
@@ -202,23 +211,27 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
 
   async function evaluate(call: EvaluationCall): Promise<EvaluationOutcome> {
     const log: EvaluationLog = {};
-    const auth = await deps.authenticate(call.authorization);
+    const auth = await deps.authenticate({ authorization: call.authorization, origin: call.origin });
     if (!auth.ok) return { ok: false, failure: auth.failure, meta: { requestId: call.requestId }, log };
-    const key = auth.principal.key;
+    const { principal } = auth;
+    const key: Payer = { ...principal.key, token: principal.kind === 'token' ? principal.token : null };
     log.keyPrefix = key.prefix;
 
+    // The key's bucket for every request; a token's own bucket on top of it (SPEC §14).
     const limit = key.rateLimitPerMinute ?? deps.defaultRateLimitPerMinute;
-    if (limit > 0) {
-      const decision = await deps.rateLimiter.take(key.id, limit, clock());
+    const buckets: [string, number, string][] = limit > 0 ? [[key.id, limit, 'the key']] : [];
+    const tokenLimit = key.token?.rateLimitPerMinute;
+    if (key.token && tokenLimit) buckets.push([`token:${key.token.id}`, tokenLimit, 'the token']);
+    for (const [bucket, perMinute, whose] of buckets) {
+      const decision = await deps.rateLimiter.take(bucket, perMinute, clock());
       if (!decision.ok) {
-        const error = failure(
-          'rate_limited',
-          `the key is over its rate limit of ${limit} requests per minute`,
-          {
-            retryAfterMs: decision.retryAfterMs,
-          },
+        const message = `${whose} is over its rate limit of ${perMinute} requests per minute`;
+        return fail(
+          call,
+          key,
+          failure('rate_limited', message, { retryAfterMs: decision.retryAfterMs }),
+          log,
         );
-        return fail(call, key, error, log);
       }
     }
 
@@ -227,7 +240,8 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     const parsed = parseEvaluationRequest(body.value);
     // SPEC §4's order: 40002 → 40003 → 40004 (the route) → 40001.
     if (!parsed.ok && parsed.error.code !== 40001) return fail(call, key, parsed.error, log);
-    const routeName = call.route ?? key.route ?? 'default';
+    // A token's route always wins; else the header, the key's route, `default` (SPEC §§12, 14).
+    const routeName = key.token?.route ?? call.route ?? key.route ?? 'default';
     const route = deps.routes.get(routeName);
     if (route === undefined) return fail(call, key, unknownRoute(routeName, deps.routes), log);
     log.route = routeName;
@@ -283,7 +297,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
   /** A decision from the cache (or an identical request's): nothing spent, a usage record all the same. */
   async function served(
     call: EvaluationCall,
-    key: KeyAuth,
+    key: Payer,
     decision: CachedDecision,
     log: EvaluationLog,
     how: 'hit' | 'coalesced',
@@ -327,7 +341,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
   /** Reserve, ask the route's upstreams, settle: the path of every request that is not a hit. */
   async function paid(
     call: EvaluationCall,
-    key: KeyAuth,
+    key: Payer,
     route: Route,
     request: EvaluationRequest,
     bodyBytes: number,
@@ -336,11 +350,18 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     const routeName = route.spec.name;
     const bound = costMicro(route.usageBound(request, bodyBytes), deps.pricing);
     const now = clock();
-    const reservation = await deps.store.reserve(key.id, call.requestId, bound, now, staleBefore(now));
+    const reservation = await deps.store.reserve(
+      key.id,
+      call.requestId,
+      bound,
+      now,
+      staleBefore(now),
+      key.token?.id,
+    );
     if (!reservation.ok) {
       const error = failure(
         'insufficient_credits',
-        `this request may cost up to ${fromMicro(bound)} credits; the key has ${fromMicro(reservation.availableMicro)} available`,
+        `this request may cost up to ${fromMicro(bound)} credits; ${key.token?.maxCreditsMicro ? 'the token (or its key)' : 'the key'} has ${fromMicro(reservation.availableMicro)} available`,
       );
       return fail(call, key, error, log);
     }
@@ -381,7 +402,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
 
   async function answer(
     call: EvaluationCall,
-    key: KeyAuth,
+    key: Payer,
     route: Route,
     request: EvaluationRequest,
     bodyBytes: number,

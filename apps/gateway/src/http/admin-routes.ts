@@ -2,6 +2,7 @@ import {
   AdjustCreditsBody,
   CachePurgeQuery,
   CreateKeyBody,
+  CreateTokenBody,
   failure,
   type GatewayFailure,
   KeyListQuery,
@@ -11,6 +12,7 @@ import {
 } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { bearerToken, isAdminToken } from '../auth/api-keys.ts';
+import type { TokenService } from '../auth/tokens.ts';
 import type { DecisionCache } from '../cache/decision-cache.ts';
 import type { KeyResult, KeyService } from '../keys/key-service.ts';
 import { type DoorOptions, door, sendFailure as sendDoorFailure } from './doors.ts';
@@ -23,6 +25,7 @@ export interface AdminDoorOptions extends DoorOptions {
   keys: KeyService;
   /** The decision cache, when a route has one (SPEC §13). */
   cache?: DecisionCache;
+  tokens: TokenService;
 }
 
 /** Admin API (SPEC §6); registered only when ADMIN_TOKEN is set, so otherwise every path is 404. */
@@ -93,6 +96,18 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
     const query = parseAdminInput(UsageQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
     return reply(await opts.keys.usage(request.params.id, query.value.limit), res);
+  });
+
+  // SPEC §6, §14: a token for a key, minted by the operator (the console's playground uses it).
+  app.post<{ Params: { id: string } }>('/admin/keys/:id/tokens', async (request, res) => {
+    const body = parseAdminInput(CreateTokenBody, request.body ?? {});
+    if (!body.ok) return sendFailure(res, body.error);
+    const key = await opts.keys.get(request.params.id);
+    if (!key.ok) return sendFailure(res, key.error);
+    if (key.value.revokedAt !== null)
+      return sendFailure(res, failure('invalid_request', 'the key has been revoked: it cannot mint tokens'));
+    const minted = await opts.tokens.mint(key.value.id, body.value);
+    return minted.ok ? sendSuccess(res, minted.value, 201) : sendFailure(res, minted.error);
   });
 
   // SPEC §6: drops cached decisions, all or one key's; with no cache configured there are none.

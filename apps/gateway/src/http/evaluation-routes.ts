@@ -1,15 +1,28 @@
-import { type EvaluationData, MODELS, nativeResult } from '@decision-gateway/contract';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import {
+  CreateTokenBody,
+  decodeJsonBody,
+  type EvaluationData,
+  failure,
+  MODELS,
+  nativeResult,
+  parseAdminInput,
+} from '@decision-gateway/contract';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticate } from '../auth/authenticate.ts';
+import type { MintResult, TokenService } from '../auth/tokens.ts';
 import type { Evaluate, ResponseMeta } from '../core/evaluate.ts';
+import { cors, originOf } from './cors.ts';
 import { type DoorName, type DoorOptions, door, sendFailure } from './doors.ts';
 import { successBody } from './envelope.ts';
-import { rawEvaluationCall, readRawBodies } from './read-body.ts';
+import { rawEvaluationCall, readRawBodies, sentContentType } from './read-body.ts';
 import { metaHeaders } from './response-meta.ts';
 
 export interface EvaluationDoorOptions extends DoorOptions {
   evaluate: Evaluate;
   authenticate: Authenticate;
+  tokens: TokenService;
+  /** CORS_ORIGINS (SPEC §14). */
+  corsOrigins: readonly string[];
 }
 
 /** How a door writes its successes' bodies; failures take its shape from the table of doors. */
@@ -27,12 +40,22 @@ interface RawBodyDoorShape {
   body: SuccessBody;
   /** Headers every response of the door carries. */
   headers?(requestId: string): Record<string, string>;
+  /** Serves `POST /v1/tokens` (SPEC §14): the REST door does. */
+  mintsTokens?: boolean;
 }
 
-function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers }: RawBodyDoorShape) {
+function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers, mintsTokens }: RawBodyDoorShape) {
   return async (app: FastifyInstance, opts: EvaluationDoorOptions) => {
     door(app, name, { ...opts, ownsNotFound });
     readRawBodies(app, 'buffer');
+    const browsers = cors(app, opts.corsOrigins);
+    if (browsers) {
+      const paths = mintsTokens
+        ? ['/v1/systemone', '/v1/models', '/v1/tokens']
+        : ['/v1/systemone', '/v1/models'];
+      for (const path of paths)
+        app.options(path, async (request, reply) => browsers.preflight(request, reply));
+    }
     if (headers) {
       app.addHook('onRequest', (request, reply, done) => {
         reply.headers(headers(request.id));
@@ -59,9 +82,27 @@ function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers }: RawBodyDo
     });
 
     app.get('/v1/models', async (request, reply) => {
-      const auth = await opts.authenticate(request.headers.authorization);
+      const auth = await opts.authenticate({
+        authorization: request.headers.authorization,
+        origin: originOf(request),
+      });
       return auth.ok ? succeed(reply, MODELS) : sendFailure(reply, auth.failure, name);
     });
+
+    if (mintsTokens) {
+      // SPEC §14: an API key mints a token for its own key; a token may not mint (40300).
+      app.post('/v1/tokens', async (request, reply) => {
+        const auth = await opts.authenticate({
+          authorization: request.headers.authorization,
+          origin: originOf(request),
+        });
+        if (!auth.ok) return sendFailure(reply, auth.failure, name);
+        if (auth.principal.kind === 'token')
+          return sendFailure(reply, failure('forbidden', 'a token cannot mint tokens: use an API key'), name);
+        const minted = await mintFrom(request, auth.principal.key.id, opts.tokens);
+        return minted.ok ? succeed(reply.code(201), minted.value) : sendFailure(reply, minted.error, name);
+      });
+    }
   };
 }
 
@@ -69,6 +110,7 @@ function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers }: RawBodyDo
 export const restDoor = rawBodyDoor({
   name: 'rest',
   ownsNotFound: false,
+  mintsTokens: true,
   evaluated: (data) => data,
   body: successBody,
 });
@@ -85,3 +127,24 @@ export const nativeDoor = rawBodyDoor({
   // The official SDKs read their request id from this header (SPEC §11).
   headers: (requestId) => ({ 'x-typesafe-request-id': requestId }),
 });
+
+const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
+
+/**
+ * A mint's body, after authentication, in SPEC §4's order: media type (41500), JSON (40000), the
+ * closed body (40001). No body at all means every default.
+ */
+async function mintFrom(request: FastifyRequest, keyId: string, tokens: TokenService): Promise<MintResult> {
+  const bytes = request.body as Buffer | undefined;
+  let value: unknown = {};
+  if (bytes !== undefined && bytes.length > 0) {
+    const type = sentContentType(request);
+    if (type === undefined || !JSON_MEDIA_TYPE.test(type.trim()))
+      return { ok: false, error: failure('unsupported_media_type', 'send Content-Type: application/json') };
+    const decoded = decodeJsonBody(bytes);
+    if (!decoded.ok) return decoded;
+    value = decoded.value;
+  }
+  const body = parseAdminInput(CreateTokenBody, value);
+  return body.ok ? tokens.mint(keyId, body.value) : body;
+}

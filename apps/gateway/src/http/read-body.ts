@@ -1,6 +1,7 @@
 import { LIMITS } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { EvaluationCall } from '../core/evaluate.ts';
+import { originOf } from './cors.ts';
 
 /** The Content-Type each request sent, hidden from Fastify by doors that judge it after auth. */
 const sentContentTypes = new WeakMap<FastifyRequest, string | undefined>();
@@ -37,6 +38,7 @@ export function rawEvaluationCall(request: FastifyRequest): EvaluationCall {
     authorization: request.headers.authorization,
     route: routeHeader(request),
     cacheControl: cacheControlHeader(request),
+    origin: originOf(request),
     body: { kind: 'bytes', bytes: request.body as Buffer | undefined, contentType: sentContentType(request) },
   };
 }

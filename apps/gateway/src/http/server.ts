@@ -3,6 +3,7 @@ import type { Upstream } from '@decision-gateway/questions';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { createAuthenticate } from '../auth/authenticate.ts';
+import { createTokenService } from '../auth/tokens.ts';
 import type { CacheScope, DecisionCache } from '../cache/decision-cache.ts';
 import { TIMEOUT_DEFAULTS } from '../config.ts';
 import type { Pricing } from '../core/credits.ts';
@@ -47,6 +48,8 @@ export interface GatewayOptions {
   /** The decision cache of routes that have one (SPEC §13), and whose decisions it shares. */
   cache?: DecisionCache;
   cacheScope?: CacheScope;
+  /** CORS_ORIGINS: browser origins that may call with tokens (SPEC §14). */
+  corsOrigins?: readonly string[];
 }
 
 export interface Gateway {
@@ -185,7 +188,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   const rateLimiter = options.rateLimiter ?? createMemoryRateLimiter();
   const clock = options.clock ?? Date.now;
-  const authenticate = createAuthenticate(options.store, clock);
+  const corsOrigins = options.corsOrigins ?? [];
+  const authenticate = createAuthenticate(options.store, clock, corsOrigins);
   const routeTable = options.routes ?? singleRoute(options, metrics);
   const evaluator = createEvaluator({
     authenticate,
@@ -202,7 +206,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
 
   // Each door in its own plugin scope: it owns its format, and knows only these two functions.
   const { evaluate } = evaluator;
-  const doorOptions = { evaluate, authenticate, methodsFor: routes.methodsFor };
+  const tokens = createTokenService(options.store, clock, [...routeTable.keys()]);
+  const doorOptions = { evaluate, authenticate, tokens, corsOrigins, methodsFor: routes.methodsFor };
   app.register(restDoor, doorOptions);
   app.register(trpcDoor, { ...doorOptions, prefix: '/trpc' });
   app.register(nativeDoor, { ...doorOptions, prefix: '/native' });
@@ -210,6 +215,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
     app.register(adminDoor, {
       adminToken: options.adminToken,
       keys: createKeyService(options.store, clock, [...routeTable.keys()]),
+      tokens,
       ...(options.cache && { cache: options.cache }),
       methodsFor: routes.methodsFor,
     });

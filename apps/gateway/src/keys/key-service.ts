@@ -162,6 +162,7 @@ export function createKeyService(
             route: entry.route,
             upstream: entry.upstream,
             cached: entry.cached,
+            subject: entry.subject,
           })),
         },
       };

@@ -1,4 +1,4 @@
-import type { KeyRecord, UsageEntry } from './store.ts';
+import type { KeyRecord, TokenAuth, UsageEntry } from './store.ts';
 
 /**
  * The rows both stores read: SQLite and PostgreSQL name the columns alike (snake_case), so one
@@ -31,6 +31,8 @@ export interface UsageRow {
   upstream: string | null;
   /** SQLite stores booleans as 0/1. */
   cached: boolean | number;
+  token_id: string | null;
+  subject: string | null;
 }
 
 export const KEY_COLUMNS =
@@ -65,5 +67,55 @@ export function toUsage(row: UsageRow): UsageEntry {
     route: row.route,
     upstream: row.upstream,
     cached: Boolean(row.cached),
+    tokenId: row.token_id,
+    subject: row.subject,
+  };
+}
+
+export interface TokenRow {
+  id: string;
+  key_id: string;
+  expires_at: number;
+  max_credits_micro: number | null;
+  /** JSON text: an array of origins. */
+  origins: string | null;
+  subject: string | null;
+  rate_limit_per_minute: number | null;
+  route: string | null;
+}
+
+/** The token and key columns a token lookup reads, joined in one statement by both stores. */
+export const TOKEN_AUTH_COLUMNS = `t.id, t.key_id, t.expires_at, t.max_credits_micro, t.origins, t.subject,
+  t.rate_limit_per_minute, t.route, k.prefix AS key_prefix, k.rate_limit_per_minute AS key_rate_limit,
+  k.route AS key_route, k.expires_at AS key_expires_at, k.revoked_at AS key_revoked_at`;
+
+export function toTokenAuth(
+  row: TokenRow & {
+    key_prefix: string;
+    key_rate_limit: number | null;
+    key_route: string | null;
+    key_expires_at: number | null;
+    key_revoked_at: number | null;
+  },
+): TokenAuth {
+  return {
+    token: {
+      id: row.id,
+      keyId: row.key_id,
+      expiresAt: Number(row.expires_at),
+      maxCreditsMicro: row.max_credits_micro === null ? null : Number(row.max_credits_micro),
+      origins: row.origins === null ? null : (JSON.parse(row.origins) as string[]),
+      subject: row.subject,
+      rateLimitPerMinute: row.rate_limit_per_minute,
+      route: row.route,
+    },
+    key: {
+      id: row.key_id,
+      prefix: row.key_prefix,
+      rateLimitPerMinute: row.key_rate_limit,
+      route: row.key_route,
+      expiresAt: row.key_expires_at === null ? null : Number(row.key_expires_at),
+      revokedAt: row.key_revoked_at === null ? null : Number(row.key_revoked_at),
+    },
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { NewKey, Store, UsageEntry } from './store.ts';
+import type { NewKey, NewToken, Store, UsageEntry } from './store.ts';
 
 /**
  * The one contract every Store implementation passes (SQLite and PostgreSQL), including SPEC §7's
@@ -46,6 +46,25 @@ function entry(keyId: string, requestId: string, creditsMicro: number, at = Date
     route: 'default',
     upstream: 'lexical',
     cached: false,
+    tokenId: null,
+    subject: null,
+  };
+}
+
+function newToken(keyId: string, overrides: Partial<NewToken> = {}): NewToken {
+  const id = `tok_${Math.random().toString(36).slice(2, 10)}`;
+  return {
+    id,
+    keyId,
+    hash: `${id}`.padEnd(64, 't'),
+    expiresAt: 9_999_999_999_999,
+    maxCreditsMicro: null,
+    origins: null,
+    subject: null,
+    rateLimitPerMinute: null,
+    route: null,
+    createdAt: 1_000,
+    ...overrides,
   };
 }
 
@@ -281,6 +300,74 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         await store.settle(null, hit, 0);
         await store.release(null, failed);
         expect((await store.usage(key.id, 10)).recent).toEqual([failed, hit, escalated]);
+      }));
+
+    it('finds a token by its hash with its key as it stands now', () =>
+      withStore(async ({ store }) => {
+        const key = newKey({ rateLimitPerMinute: 9, route: 'cheap' });
+        await store.createKey(key);
+        const token = newToken(key.id, {
+          maxCreditsMicro: 5 * MICRO,
+          origins: ['https://app.example.com'],
+          subject: 'user-42',
+          rateLimitPerMinute: 3,
+          route: 'default',
+        });
+        await store.createToken(token);
+        const { hash: _hash, createdAt: _createdAt, ...shown } = token;
+        expect(await store.findTokenByHash(token.hash)).toEqual({
+          token: shown,
+          key: {
+            id: key.id,
+            prefix: 'dg_abcd',
+            rateLimitPerMinute: 9,
+            route: 'cheap',
+            expiresAt: null,
+            revokedAt: null,
+          },
+        });
+        await store.revokeKey(key.id, 5_000);
+        expect((await store.findTokenByHash(token.hash))?.key.revokedAt).toBe(5_000);
+        expect(await store.findTokenByHash('no-such-hash')).toBeUndefined();
+      }));
+
+    it('30 requests on a capped token from two instances: exactly what the cap covers, never more', () =>
+      withStore(async ({ store, openAnother }) => {
+        const other = await openAnother();
+        try {
+          const key = newKey({ creditsMicro: null }); // the cap alone limits: an unlimited key
+          await store.createKey(key);
+          const token = newToken(key.id, { maxCreditsMicro: 1_000_000 });
+          await store.createToken(token);
+          const now = Date.now();
+          const debits = await Promise.all(
+            Array.from({ length: 30 }, async (_, i) => {
+              const instance = i % 2 === 0 ? store : other;
+              const requestId = `capped_${i}`;
+              const held = await instance.reserve(key.id, requestId, 150_000, now, now - 60_000, token.id);
+              const record = { ...entry(key.id, requestId, 0), tokenId: token.id, subject: 'u' };
+              if (!held.ok) {
+                await instance.release(null, { ...record, status: 402 });
+                return 0;
+              }
+              return instance.settle(held.reservationId, { ...record, creditsMicro: 150_000 }, now - 60_000);
+            }),
+          );
+          // ⌊1 / 0.15⌋ = 6 requests fit the cap; the rest were refused, none overspent.
+          expect(debits.filter((d) => d > 0)).toHaveLength(6);
+          expect(debits.reduce((a, b) => a + b, 0)).toBe(900_000);
+          const usage = await store.usage(key.id, 100);
+          expect(usage.recent).toHaveLength(30);
+          expect(usage.recent.every((r) => r.tokenId === token.id && r.subject === 'u')).toBe(true);
+          // A settle never charges past the cap, even when the upstream's usage says more.
+          const last = await store.reserve(key.id, 'over', 100_000, now, now - 60_000, token.id);
+          if (!last.ok) throw new Error('the cap still covers 0.1');
+          const over = { ...entry(key.id, 'over', 500_000), tokenId: token.id, subject: null };
+          expect(await store.settle(last.reservationId, over, now - 60_000)).toBe(100_000);
+          expect((await store.reserve(key.id, 'none', 1, now, now - 60_000, token.id)).ok).toBe(false);
+        } finally {
+          await other.close();
+        }
       }));
 
     it('reports usage totals and the most recent records first, up to a limit', () =>

@@ -54,6 +54,31 @@ export interface UsageEntry {
   upstream: string | null;
   /** Answered from the decision cache (SPEC §13). */
   cached: boolean;
+  /** The browser token the request came with (SPEC §14), and its end user. */
+  tokenId: string | null;
+  subject: string | null;
+}
+
+/** A short-lived browser token (SPEC §14): only its hash is stored. */
+export interface NewToken {
+  id: string;
+  keyId: string;
+  hash: string;
+  expiresAt: number;
+  /** The most it may ever spend; null = the key's balance is the limit. */
+  maxCreditsMicro: number | null;
+  /** Exact origins it may be used from; null = any origin in CORS_ORIGINS. */
+  origins: string[] | null;
+  subject: string | null;
+  rateLimitPerMinute: number | null;
+  route: string | null;
+  createdAt: number;
+}
+
+/** What authenticating a token reads: the token and its key as they stand now. */
+export interface TokenAuth {
+  token: Omit<NewToken, 'hash' | 'createdAt'>;
+  key: KeyAuth;
 }
 
 export interface UsageTotals {
@@ -87,6 +112,9 @@ export interface Store {
   createKey(key: NewKey): Promise<KeyRecord>;
   /** The key with this hash, as it stands now: a revocation anywhere is seen at once. */
   findKeyByHash(hash: string): Promise<KeyAuth | undefined>;
+  createToken(token: NewToken): Promise<void>;
+  /** The token with this hash and its key, as they stand now (SPEC §14). */
+  findTokenByHash(hash: string): Promise<TokenAuth | undefined>;
   getKey(id: string): Promise<KeyRecord | undefined>;
   /** Keys newest first, `limit` at a time, starting after `after` (SPEC §6). */
   listKeys(limit: number, after?: KeyCursor): Promise<KeyPage>;
@@ -98,7 +126,8 @@ export interface Store {
   /**
    * Hold `amountMicro` against the key for the request `requestId`, if the balance minus the key's
    * in-flight reservations covers it. Reservations created before `staleBefore` (left by a crashed
-   * process) no longer count. Unlimited keys need none (`reservationId` null).
+   * process) no longer count. Unlimited keys need none (`reservationId` null). With a token, the
+   * token's own cap must cover it too: its cap minus what it spent and what it holds (SPEC §14).
    */
   reserve(
     keyId: string,
@@ -106,10 +135,12 @@ export interface Store {
     amountMicro: number,
     at: number,
     staleBefore: number,
+    tokenId?: string | null,
   ): Promise<ReserveResult>;
   /**
    * Debit the actual cost, capped at what the key can still cover beside its other live
-   * reservations (those created before `staleBefore` count nowhere, SPEC §7), release the
+   * reservations (those created before `staleBefore` count nowhere, SPEC §7) and, for a token with
+   * a cap, at what the token can still spend beside its other reservations, release the
    * reservation and write the usage entry, in one step. Returns the micro-credits debited.
    * `entry.requestId` names the request the reservation was made for.
    */

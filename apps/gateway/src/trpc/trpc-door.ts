@@ -8,17 +8,21 @@ import {
   trpcErrorBody,
 } from '@decision-gateway/api';
 import {
+  CreateTokenBody,
   decodeBodyText,
   type EvaluationData,
   failure,
   type GatewayFailure,
   MODELS,
   type Parsed,
+  parseAdminInput,
 } from '@decision-gateway/contract';
 import { fastifyRequestHandler } from '@trpc/server/adapters/fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticate } from '../auth/authenticate.ts';
+import type { TokenService } from '../auth/tokens.ts';
 import type { Evaluate, ResponseMeta } from '../core/evaluate.ts';
+import { cors, originOf } from '../http/cors.ts';
 import type { EvaluationReport } from '../http/door-outcome.ts';
 import { type DoorOptions, door } from '../http/doors.ts';
 import { retryAfterSeconds } from '../http/envelope.ts';
@@ -34,6 +38,8 @@ import { metaHeaders } from '../http/response-meta.ts';
 export interface TrpcDoorOptions extends DoorOptions {
   evaluate: Evaluate;
   authenticate: Authenticate;
+  tokens: TokenService;
+  corsOrigins: readonly string[];
 }
 
 /**
@@ -46,8 +52,10 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
   door(app, 'trpc', { ...opts, ownsNotFound: true });
   // Bytes under the 32 KiB limit; the media type is judged by the core after authentication.
   readRawBodies(app, 'buffer');
+  const browsers = cors(app, opts.corsOrigins);
 
   app.all<{ Params: { path: string } }>('/:path', async (request, reply) => {
+    if (browsers && request.method === 'OPTIONS') return browsers.preflight(request, reply);
     const bytes = Buffer.isBuffer(request.body) ? request.body : undefined;
     if (isPlainEvaluate(request)) return evaluateFast(request, reply, opts.evaluate);
     // tRPC reads a string body; an empty body, a byte-order mark or invalid UTF-8 is 40000
@@ -70,6 +78,7 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
       }
     };
 
+    const credentials = { authorization: request.headers.authorization, origin: originOf(request) };
     const createContext = async (): Promise<ApiContext> => ({
       requestId: request.id,
       async evaluate(op): Promise<OperationResult<EvaluationData>> {
@@ -80,6 +89,7 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
           authorization: request.headers.authorization,
           route: routeHeader(request),
           cacheControl: cacheControlHeader(request),
+          origin: originOf(request),
           body: {
             kind: 'lazy',
             contentType: sentContentType(request),
@@ -96,8 +106,24 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
       },
       async listModels(op) {
         const requestId = batch ? `${request.id}_${op.batchIndex}` : request.id;
-        const auth = await opts.authenticate(request.headers.authorization);
+        const auth = await opts.authenticate(credentials);
         return auth.ok ? { ok: true, data: MODELS } : { ok: false, failure: auth.failure, requestId };
+      },
+      async createToken(op) {
+        const requestId = batch ? `${request.id}_${op.batchIndex}` : request.id;
+        const auth = await opts.authenticate(credentials);
+        if (!auth.ok) return { ok: false, failure: auth.failure, requestId };
+        if (auth.principal.kind === 'token')
+          return {
+            ok: false,
+            failure: failure('forbidden', 'a token cannot mint tokens: use an API key'),
+            requestId,
+          };
+        const read = await readInput(op);
+        const body = read.ok ? parseAdminInput(CreateTokenBody, read.value ?? {}) : read;
+        if (!body.ok) return { ok: false, failure: body.error, requestId };
+        const minted = await opts.tokens.mint(auth.principal.key.id, body.value);
+        return minted.ok ? { ok: true, data: minted.value } : { ok: false, failure: minted.error, requestId };
       },
     });
 

@@ -202,4 +202,135 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
       $fn$;
     `,
   },
+  {
+    version: 4,
+    name: 'short-lived browser tokens, their caps in reserve and settle',
+    // A token belongs to one key, whose row reserve and settle lock first: its cap is checked and
+    // charged under that lock, so it is exact under any concurrency and across instances.
+    sql: `
+      CREATE TABLE tokens (
+        id text PRIMARY KEY,
+        key_id text NOT NULL REFERENCES api_keys(id),
+        hash text NOT NULL UNIQUE,
+        expires_at bigint NOT NULL,
+        max_credits_micro bigint CHECK (max_credits_micro IS NULL OR max_credits_micro > 0),
+        origins text,
+        subject text,
+        rate_limit_per_minute integer,
+        route text,
+        created_at bigint NOT NULL
+      );
+      ALTER TABLE reservations ADD COLUMN token_id text;
+      CREATE INDEX reservations_token ON reservations (token_id) WHERE token_id IS NOT NULL;
+      ALTER TABLE usage_records ADD COLUMN token_id text, ADD COLUMN subject text;
+      CREATE INDEX usage_records_token ON usage_records (token_id) WHERE token_id IS NOT NULL;
+
+      DROP FUNCTION dg_reserve(text, text, bigint, bigint, bigint);
+      DROP FUNCTION dg_settle(bigint, text, text, bigint, bigint, integer, integer, integer, integer, integer, bigint, text, text, boolean);
+      DROP FUNCTION dg_release(bigint, text, text, integer, integer, integer, integer, integer, bigint, text, text, boolean);
+
+      -- What a capped token can still spend beside its live reservations; NULL when uncapped.
+      CREATE FUNCTION dg_token_left(p_token text, p_stale_before bigint) RETURNS bigint
+      LANGUAGE sql STABLE AS $fn$
+        SELECT t.max_credits_micro
+               - (SELECT COALESCE(SUM(u.credits_micro), 0) FROM usage_records u WHERE u.token_id = p_token)
+               - (SELECT COALESCE(SUM(r.amount_micro), 0) FROM reservations r
+                  WHERE r.token_id = p_token AND r.created_at >= p_stale_before)
+        FROM tokens t WHERE t.id = p_token
+      $fn$;
+
+      CREATE FUNCTION dg_reserve(p_key text, p_request text, p_amount bigint, p_at bigint, p_stale_before bigint, p_token text)
+      RETURNS TABLE (granted boolean, reservation bigint, available bigint)
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_credits bigint;
+        v_held bigint;
+        v_token_left bigint;
+        v_available bigint;
+      BEGIN
+        SELECT k.credits_micro INTO v_credits FROM api_keys k WHERE k.id = p_key FOR UPDATE;
+        IF NOT FOUND THEN
+          RETURN QUERY SELECT false, NULL::bigint, 0::bigint;
+          RETURN;
+        END IF;
+        IF p_token IS NOT NULL THEN
+          v_token_left := dg_token_left(p_token, p_stale_before);
+        END IF;
+        IF v_credits IS NULL AND v_token_left IS NULL THEN
+          RETURN QUERY SELECT true, NULL::bigint, NULL::bigint;
+          RETURN;
+        END IF;
+        IF v_credits IS NOT NULL THEN
+          SELECT COALESCE(SUM(r.amount_micro), 0) INTO v_held FROM reservations r
+          WHERE r.key_id = p_key AND r.created_at >= p_stale_before;
+          v_available := v_credits - v_held;
+        END IF;
+        v_available := LEAST(v_available, v_token_left);
+        IF v_available < p_amount THEN
+          RETURN QUERY SELECT false, NULL::bigint, GREATEST(0, v_available);
+          RETURN;
+        END IF;
+        RETURN QUERY INSERT INTO reservations (key_id, request_id, amount_micro, created_at, token_id)
+          VALUES (p_key, p_request, p_amount, p_at, p_token)
+          RETURNING true, reservations.id, v_available - p_amount;
+      END
+      $fn$;
+
+      CREATE FUNCTION dg_settle(
+        p_reservation bigint, p_request text, p_key text, p_cost bigint, p_stale_before bigint,
+        p_input integer, p_output integer, p_questions integer, p_status integer, p_elapsed integer, p_at bigint,
+        p_route text, p_upstream text, p_cached boolean, p_token text, p_subject text)
+      RETURNS bigint
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_credits bigint;
+        v_held bigint;
+        v_debit bigint := p_cost;
+        v_token_left bigint;
+      BEGIN
+        SELECT k.credits_micro INTO v_credits FROM api_keys k WHERE k.id = p_key FOR UPDATE;
+        IF p_reservation IS NOT NULL THEN
+          DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request;
+        END IF;
+        IF p_token IS NOT NULL THEN
+          v_token_left := dg_token_left(p_token, p_stale_before);
+          IF v_token_left IS NOT NULL THEN
+            v_debit := LEAST(v_debit, GREATEST(0, v_token_left));
+          END IF;
+        END IF;
+        IF v_credits IS NOT NULL THEN
+          SELECT COALESCE(SUM(r.amount_micro), 0) INTO v_held FROM reservations r
+          WHERE r.key_id = p_key AND r.created_at >= p_stale_before;
+          v_debit := LEAST(v_debit, GREATEST(0, v_credits - v_held));
+          UPDATE api_keys SET credits_micro = credits_micro - v_debit, last_used_at = p_at WHERE id = p_key;
+        ELSE
+          UPDATE api_keys SET last_used_at = p_at WHERE id = p_key;
+        END IF;
+        INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status,
+                                   elapsed_ms, at, route, upstream, cached, token_id, subject)
+        VALUES (p_request, p_key, v_debit, p_input, p_output, p_questions, p_status, p_elapsed, p_at,
+                p_route, p_upstream, p_cached, p_token, p_subject);
+        RETURN v_debit;
+      END
+      $fn$;
+
+      CREATE FUNCTION dg_release(
+        p_reservation bigint, p_request text, p_key text,
+        p_input integer, p_output integer, p_questions integer, p_status integer, p_elapsed integer, p_at bigint,
+        p_route text, p_upstream text, p_cached boolean, p_token text, p_subject text)
+      RETURNS void
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      BEGIN
+        IF p_reservation IS NOT NULL THEN
+          DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request;
+        END IF;
+        INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status,
+                                   elapsed_ms, at, route, upstream, cached, token_id, subject)
+        VALUES (p_request, p_key, 0, p_input, p_output, p_questions, p_status, p_elapsed, p_at,
+                p_route, p_upstream, p_cached, p_token, p_subject);
+        UPDATE api_keys SET last_used_at = p_at WHERE id = p_key;
+      END
+      $fn$;
+    `,
+  },
 ];

@@ -1,5 +1,13 @@
 import postgres from 'postgres';
-import { KEY_COLUMNS, type KeyRow, toKey, toUsage, type UsageRow } from '../rows.ts';
+import {
+  KEY_COLUMNS,
+  type KeyRow,
+  TOKEN_AUTH_COLUMNS,
+  toKey,
+  toTokenAuth,
+  toUsage,
+  type UsageRow,
+} from '../rows.ts';
 import type { KeyAuth, Store } from '../store.ts';
 import { pageOf } from '../store.ts';
 import { POSTGRES_MIGRATIONS } from './migrations.ts';
@@ -91,6 +99,20 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       });
     },
 
+    async createToken(token) {
+      await sql`
+        INSERT INTO tokens (id, key_id, hash, expires_at, max_credits_micro, origins, subject, rate_limit_per_minute, route, created_at)
+        VALUES (${token.id}, ${token.keyId}, ${token.hash}, ${token.expiresAt}, ${token.maxCreditsMicro},
+                ${token.origins === null ? null : JSON.stringify(token.origins)}, ${token.subject},
+                ${token.rateLimitPerMinute}, ${token.route}, ${token.createdAt})`;
+    },
+
+    async findTokenByHash(hash) {
+      const [row] = await sql<Parameters<typeof toTokenAuth>[0][]>`
+        SELECT ${sql.unsafe(TOKEN_AUTH_COLUMNS)} FROM tokens t JOIN api_keys k ON k.id = t.key_id WHERE t.hash = ${hash}`;
+      return row && toTokenAuth(row);
+    },
+
     async findKeyByHash(hash) {
       const [row] = await sql<KeyAuth[]>`
         SELECT id, prefix, rate_limit_per_minute AS "rateLimitPerMinute", route, expires_at AS "expiresAt",
@@ -137,13 +159,14 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       return row && toKey(row);
     },
 
-    async reserve(keyId, requestId, amount, at, staleBefore) {
+    async reserve(keyId, requestId, amount, at, staleBefore, tokenId) {
       if (at - lastSweep > 60_000) {
         lastSweep = at;
         await sql`DELETE FROM reservations WHERE created_at < ${staleBefore}`;
       }
       const [row] = await sql<{ granted: boolean; reservation: number | null; available: number | null }[]>`
-        SELECT * FROM dg_reserve(${keyId}, ${requestId}, ${amount}::bigint, ${at}::bigint, ${staleBefore}::bigint)`;
+        SELECT * FROM dg_reserve(${keyId}, ${requestId}, ${amount}::bigint, ${at}::bigint, ${staleBefore}::bigint,
+          ${tokenId ?? null}::text)`;
       if (row?.granted)
         return { ok: true, reservationId: row.reservation === null ? null : String(row.reservation) };
       return { ok: false, code: 'insufficient_credits', availableMicro: row?.available ?? 0 };
@@ -154,7 +177,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
         SELECT dg_settle(${reservationId === null ? null : Number(reservationId)}::bigint, ${entry.requestId},
           ${entry.keyId}, ${entry.creditsMicro}::bigint, ${staleBefore}::bigint, ${entry.inputTokens},
           ${entry.outputTokens}, ${entry.questions}, ${entry.status}, ${entry.elapsedMs}, ${entry.at}::bigint,
-          ${entry.route}, ${entry.upstream}, ${entry.cached}) AS debit`;
+          ${entry.route}, ${entry.upstream}, ${entry.cached}, ${entry.tokenId}::text, ${entry.subject}::text) AS debit`;
       return row?.debit ?? 0;
     },
 
@@ -162,7 +185,8 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       await sql`
         SELECT dg_release(${reservationId === null ? null : Number(reservationId)}::bigint, ${entry.requestId},
           ${entry.keyId}, ${entry.inputTokens}, ${entry.outputTokens}, ${entry.questions}, ${entry.status},
-          ${entry.elapsedMs}, ${entry.at}::bigint, ${entry.route}, ${entry.upstream}, ${entry.cached})`;
+          ${entry.elapsedMs}, ${entry.at}::bigint, ${entry.route}, ${entry.upstream}, ${entry.cached},
+          ${entry.tokenId}::text, ${entry.subject}::text)`;
     },
 
     async usage(keyId, limit) {

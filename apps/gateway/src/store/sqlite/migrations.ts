@@ -70,4 +70,29 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       ALTER TABLE usage_records ADD COLUMN cached INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 4,
+    name: 'short-lived browser tokens',
+    sql: `
+      -- Only the hash of a token is stored. Its spend is the sum of its usage records, so its
+      -- cap is exact the way a key's balance is.
+      CREATE TABLE tokens (
+        id TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL REFERENCES api_keys(id),
+        hash TEXT NOT NULL UNIQUE,
+        expires_at INTEGER NOT NULL,
+        max_credits_micro INTEGER CHECK (max_credits_micro IS NULL OR max_credits_micro > 0),
+        origins TEXT,
+        subject TEXT,
+        rate_limit_per_minute INTEGER,
+        route TEXT,
+        created_at INTEGER NOT NULL
+      );
+      ALTER TABLE reservations ADD COLUMN token_id TEXT;
+      CREATE INDEX reservations_token ON reservations(token_id) WHERE token_id IS NOT NULL;
+      ALTER TABLE usage_records ADD COLUMN token_id TEXT;
+      ALTER TABLE usage_records ADD COLUMN subject TEXT;
+      CREATE INDEX usage_records_token ON usage_records(token_id) WHERE token_id IS NOT NULL;
+    `,
+  },
 ];

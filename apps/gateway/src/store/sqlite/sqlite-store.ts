@@ -1,7 +1,15 @@
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { KEY_COLUMNS, type KeyRow, toKey, toUsage, type UsageRow } from '../rows.ts';
+import {
+  KEY_COLUMNS,
+  type KeyRow,
+  TOKEN_AUTH_COLUMNS,
+  toKey,
+  toTokenAuth,
+  toUsage,
+  type UsageRow,
+} from '../rows.ts';
 import type {
   AdjustResult,
   KeyAuth,
@@ -96,8 +104,26 @@ export function openSqliteStore(path: string): Store {
                WHERE key_id = @keyId AND created_at >= @since) AS reserved
        FROM api_keys WHERE id = @keyId`,
     ),
-    insertReservation: db.prepare<[string, string, number, number]>(
-      'INSERT INTO reservations (key_id, request_id, amount_micro, created_at) VALUES (?, ?, ?, ?)',
+    insertReservation: db.prepare<[string, string, number, number, string | null]>(
+      'INSERT INTO reservations (key_id, request_id, amount_micro, created_at, token_id) VALUES (?, ?, ?, ?, ?)',
+    ),
+    insertToken: db.prepare(
+      `INSERT INTO tokens (id, key_id, hash, expires_at, max_credits_micro, origins, subject, rate_limit_per_minute, route, created_at)
+       VALUES (@id, @keyId, @hash, @expiresAt, @maxCreditsMicro, @originsJson, @subject, @rateLimitPerMinute, @route, @createdAt)`,
+    ),
+    tokenAuthByHash: db.prepare<[string], Parameters<typeof toTokenAuth>[0]>(
+      `SELECT ${TOKEN_AUTH_COLUMNS} FROM tokens t JOIN api_keys k ON k.id = t.key_id WHERE t.hash = ?`,
+    ),
+    /** A token's cap, what it spent (its usage records) and what its live reservations hold. */
+    tokenBudget: db.prepare<
+      { tokenId: string; since: number },
+      { cap: number | null; spent: number; held: number }
+    >(
+      `SELECT max_credits_micro AS cap,
+              (SELECT COALESCE(SUM(credits_micro), 0) FROM usage_records WHERE token_id = @tokenId) AS spent,
+              (SELECT COALESCE(SUM(amount_micro), 0) FROM reservations
+               WHERE token_id = @tokenId AND created_at >= @since) AS held
+       FROM tokens WHERE id = @tokenId`,
     ),
     // Row ids are reused once deleted: the request id makes sure it is still this request's
     // reservation, not a newer one that took the id after a sweep released this one as stale.
@@ -111,9 +137,9 @@ export function openSqliteStore(path: string): Store {
     touch: db.prepare<[number, string]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
     insertUsage: db.prepare(
       `INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status, elapsed_ms, at,
-                                 route, upstream, cached)
+                                 route, upstream, cached, token_id, subject)
        VALUES (@requestId, @keyId, @creditsMicro, @inputTokens, @outputTokens, @questions, @status, @elapsedMs, @at,
-               @route, @upstream, @cachedFlag)`,
+               @route, @upstream, @cachedFlag, @tokenId, @subject)`,
     ),
     usageTotals: db.prepare<[string], { requests: number; credits: number; input: number; output: number }>(
       `SELECT COUNT(*) AS requests, COALESCE(SUM(credits_micro), 0) AS credits,
@@ -195,12 +221,21 @@ export function openSqliteStore(path: string): Store {
    */
   let lastSweep = 0;
 
+  /** What a capped token can still spend beside its live reservations; undefined when uncapped. */
+  const tokenAvailable = (tokenId: string | null | undefined, since: number): number | undefined => {
+    if (tokenId === null || tokenId === undefined) return undefined;
+    const budget = sql.tokenBudget.get({ tokenId, since });
+    if (!budget || budget.cap === null) return undefined;
+    return budget.cap - budget.spent - budget.held;
+  };
+
   const reserve = (
     keyId: string,
     requestId: string,
     amount: number,
     at: number,
     staleBefore: number,
+    tokenId: string | null = null,
   ): ReserveResult => {
     if (at - lastSweep > 60_000) {
       sql.dropStale.run(staleBefore);
@@ -208,11 +243,13 @@ export function openSqliteStore(path: string): Store {
     }
     const row = sql.balance.get({ keyId, since: staleBefore });
     if (!row) return { ok: false, code: 'insufficient_credits', availableMicro: 0 };
-    if (row.credits === null) return { ok: true, reservationId: null };
-    const available = row.credits - row.reserved;
+    const tokenLeft = tokenAvailable(tokenId, staleBefore);
+    if (row.credits === null && tokenLeft === undefined) return { ok: true, reservationId: null };
+    const keyLeft = row.credits === null ? Number.MAX_SAFE_INTEGER : row.credits - row.reserved;
+    const available = Math.min(keyLeft, tokenLeft ?? Number.MAX_SAFE_INTEGER);
     if (available < amount)
       return { ok: false, code: 'insufficient_credits', availableMicro: Math.max(0, available) };
-    const id = sql.insertReservation.run(keyId, requestId, amount, at).lastInsertRowid;
+    const id = sql.insertReservation.run(keyId, requestId, amount, at, tokenId).lastInsertRowid;
     return { ok: true, reservationId: String(id) };
   };
 
@@ -222,6 +259,9 @@ export function openSqliteStore(path: string): Store {
     // process) count nowhere, even before the sweep removes them (SPEC §7).
     const row = sql.balance.get({ keyId: entry.keyId, since: staleBefore });
     let debit = entry.creditsMicro;
+    // A capped token never spends past its cap, beside its other live reservations (SPEC §14).
+    const tokenLeft = tokenAvailable(entry.tokenId, staleBefore);
+    if (tokenLeft !== undefined) debit = Math.min(debit, Math.max(0, tokenLeft));
     if (row && row.credits !== null) {
       // Never more than the key can still cover beside its other in-flight reservations.
       debit = Math.min(debit, Math.max(0, row.credits - row.reserved));
@@ -247,6 +287,14 @@ export function openSqliteStore(path: string): Store {
     async findKeyByHash(hash) {
       return findKeyAuth(hash);
     },
+    async createToken(token) {
+      const originsJson = token.origins === null ? null : JSON.stringify(token.origins);
+      await write(() => sql.insertToken.run({ ...token, originsJson }));
+    },
+    async findTokenByHash(hash) {
+      const row = sql.tokenAuthByHash.get(hash);
+      return row && toTokenAuth(row);
+    },
     async getKey(id) {
       const row = sql.keyById.get(id);
       return row && toKey(row);
@@ -271,8 +319,8 @@ export function openSqliteStore(path: string): Store {
       const row = sql.keyById.get(id);
       return row && toKey(row);
     },
-    reserve: (keyId, requestId, amount, at, staleBefore) =>
-      write(() => reserve(keyId, requestId, amount, at, staleBefore)),
+    reserve: (keyId, requestId, amount, at, staleBefore, tokenId) =>
+      write(() => reserve(keyId, requestId, amount, at, staleBefore, tokenId ?? null)),
     settle: (reservationId, entry, staleBefore) => write(() => settle(reservationId, entry, staleBefore)),
     release: (reservationId, entry) => write(() => release(reservationId, entry)),
     async usage(keyId, limit) {
