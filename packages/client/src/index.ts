@@ -1,3 +1,5 @@
+/** The gateway's tRPC router type, for frontends that use tRPC's own links (types only). */
+export type { AppRouter } from '@decision-gateway/api';
 export type {
   AnswerOf,
   AnswersOf,
