@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { type GatewaySetup, loadGatewayFile, singleUpstreamSetup } from './gateway-config.ts';
 import { UPSTREAM_DEFAULTS, UpstreamConfig } from './upstreams/upstream-config.ts';
@@ -68,6 +69,8 @@ export const ConfigSchema = z
     UPSTREAM_MODEL: z.string().min(1).optional(),
     UPSTREAM_TIMEOUT_MS: integer(UPSTREAM_DEFAULTS.timeoutMs, 1, 600_000),
     UPSTREAM_MAX_RETRIES: integer(UPSTREAM_DEFAULTS.maxRetries, 0, 10),
+    /** The largest upstream answer read; over it → 502 (SPEC §10). Applies to every upstream. */
+    UPSTREAM_MAX_BODY_BYTES: integer(1_048_576, 1024, 1_073_741_824),
     /** openai: how many alternatives to ask for; OpenAI allows up to 20, vLLM its max_logprobs. */
     UPSTREAM_TOP_LOGPROBS: integer(UPSTREAM_DEFAULTS.topLogprobs, 2, 100),
     CREDITS_PER_1K_INPUT_TOKENS: rate(1),
@@ -137,6 +140,7 @@ export const ConfigSchema = z
     logLevel: env.LOG_LEVEL,
     cache: { scope: env.CACHE_SCOPE, maxBytes: env.CACHE_MAX_BYTES },
     corsOrigins: env.CORS_ORIGINS,
+    upstreamMaxBodyBytes: env.UPSTREAM_MAX_BODY_BYTES,
   }));
 
 export type Config = z.output<typeof ConfigSchema> & {
@@ -204,7 +208,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
   }
   // The file defines the upstreams: the variables that would define one are a contradiction.
   const clashing = Object.keys(known).filter(
-    (name) => (name.startsWith('UPSTREAM') || name === 'CACHE_TTL_SECONDS') && known[name] !== undefined,
+    (name) =>
+      ((name.startsWith('UPSTREAM') && name !== 'UPSTREAM_MAX_BODY_BYTES') || name === 'CACHE_TTL_SECONDS') &&
+      known[name] !== undefined,
   );
   if (clashing.length > 0) {
     return {
@@ -227,4 +233,14 @@ export function withoutPassword(url: string): string {
   } catch {
     return 'postgres://…';
   }
+}
+
+/**
+ * A `.env` file in the working directory, read with Node's own loader when it exists. Variables
+ * already set in the environment win over the file.
+ */
+export function loadDotEnv(path = '.env'): boolean {
+  if (!existsSync(path)) return false;
+  process.loadEnvFile(path);
+  return true;
 }

@@ -2,7 +2,7 @@ import { ensureBootstrapKey } from './bootstrap.ts';
 import type { DecisionCache } from './cache/decision-cache.ts';
 import { createMemoryCache } from './cache/memory-cache.ts';
 import { createRedisCache } from './cache/redis-cache.ts';
-import { loadConfig, withoutPassword } from './config.ts';
+import { loadConfig, loadDotEnv, withoutPassword } from './config.ts';
 import { pricingFromCredits } from './core/credits.ts';
 import { buildGateway } from './http/server.ts';
 import { createKeyService } from './keys/key-service.ts';
@@ -13,6 +13,7 @@ import { openStore } from './store/open-store.ts';
 import { createUpstreamRegistry } from './upstreams/registry.ts';
 import { buildRoutes } from './upstreams/routes.ts';
 
+loadDotEnv();
 const loaded = loadConfig(process.env);
 if (!loaded.ok) {
   process.stderr.write(`Invalid configuration:\n${loaded.problems.map((p) => `  ${p}\n`).join('')}`);
@@ -93,7 +94,10 @@ if (Object.values(config.gateway.routes).some((route) => route.cacheTtlSeconds >
 }
 
 // Every configured upstream by name, and the routes over them (SPEC §12).
-const upstreams = createUpstreamRegistry(config.gateway.upstreams, logger, { metrics });
+const upstreams = createUpstreamRegistry(config.gateway.upstreams, logger, {
+  metrics,
+  maxBodyBytes: config.upstreamMaxBodyBytes,
+});
 const routes = buildRoutes(config.gateway, upstreams, { logger, metrics });
 const gateway = buildGateway({
   store,
@@ -110,7 +114,21 @@ const gateway = buildGateway({
   ...(rateLimiter && { rateLimiter }),
 });
 
-const address = await gateway.app.listen({ port: config.port, host: config.host });
+const address = await gateway.app
+  .listen({ port: config.port, host: config.host })
+  .catch((error: NodeJS.ErrnoException) => {
+    // One line naming the address, never a stack trace (SPEC §10).
+    const why =
+      error.code === 'EADDRINUSE'
+        ? 'the address is already in use'
+        : error.code === 'EACCES'
+          ? 'permission denied'
+          : error.code === 'EADDRNOTAVAIL'
+            ? 'no such address on this machine'
+            : error.message;
+    process.stderr.write(`Cannot listen on ${config.host}:${config.port}: ${why}\n`);
+    process.exit(1);
+  });
 logger.info(
   {
     address,
@@ -148,4 +166,13 @@ async function shutdown(signal: string) {
   }
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
+// Run by a package manager (`pnpm start`), the gateway follows the process that started it: a
+// supervisor or `docker stop` signals pnpm, which exits without passing the signal on. Without
+// this the gateway would go on as an orphan holding the port; with it, it drains as on SIGTERM.
+if (process.env.npm_lifecycle_event !== undefined) {
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void shutdown('the process that started the gateway exited');
+  }, 250).unref();
+}
 process.on('SIGINT', () => void shutdown('SIGINT'));

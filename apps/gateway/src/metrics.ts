@@ -12,6 +12,16 @@ export function createMetrics() {
   collectDefaultMetrics({ register: registry, prefix: 'dg_' });
   const circuits = new Map<string, () => keyof typeof CIRCUIT_VALUE>();
   let cacheBytes: (() => number) | undefined;
+  let debitedMicro = 0;
+  new Counter({
+    name: 'dg_credits_debited_total',
+    help: 'Credits debited from keys',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(debitedMicro / 1_000_000);
+    },
+  });
 
   const metrics = {
     registry,
@@ -48,11 +58,12 @@ export function createMetrics() {
       labelNames: ['type'] as const,
       registers: [registry],
     }),
-    creditsDebited: new Counter({
-      name: 'dg_credits_debited_total',
-      help: 'Credits debited from keys',
-      registers: [registry],
-    }),
+    /** Credits debited, added up in integer micro-credits so the total shows no float noise. */
+    creditsDebited: {
+      add(credits: number) {
+        debitedMicro += Math.round(credits * 1_000_000);
+      },
+    },
     inFlight: new Gauge({
       name: 'dg_http_requests_in_flight',
       help: 'Requests being handled now',

@@ -90,6 +90,8 @@ describe('the packed @decision-gateway/client, installed with npm into an empty 
     }
     const { stdout } = await run('tar', ['-tzf', tarball]);
     expect(stdout.split('\n').filter(Boolean).sort()).toEqual([
+      // The repository's MIT licence, which pnpm packs into every package that has none of its own.
+      'package/LICENSE',
       'package/README.md',
       'package/dist/index.cjs',
       'package/dist/index.d.cts',
@@ -100,6 +102,7 @@ describe('the packed @decision-gateway/client, installed with npm into an empty 
     // No server package and no workspace package came along.
     for (const name of [
       '@decision-gateway/gateway',
+      '@decision-gateway/api',
       '@decision-gateway/contract',
       'fastify',
       'better-sqlite3',

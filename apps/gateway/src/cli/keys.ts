@@ -7,7 +7,7 @@ import {
   parseAdminInput,
   UsageQuery,
 } from '@decision-gateway/contract';
-import { loadConfig } from '../config.ts';
+import { loadConfig, loadDotEnv } from '../config.ts';
 import { createKeyService, type KeyResult } from '../keys/key-service.ts';
 import { openStore } from '../store/open-store.ts';
 
@@ -194,6 +194,7 @@ function describeKey(key: KeyObject): string {
 
 // Run when executed directly (pnpm keys …), not when imported by tests.
 if (import.meta.url === `file://${process.argv[1]}`) {
+  loadDotEnv();
   const code = await runKeysCli(
     process.argv.slice(2),
     process.env,

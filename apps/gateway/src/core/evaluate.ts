@@ -23,6 +23,7 @@ import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { KeyAuth, Store, TokenAuth, UsageEntry } from '../store/store.ts';
 import type { Route } from '../upstreams/route.ts';
 import { costMicro, fromMicro, type Pricing } from './credits.ts';
+import { isJsonMediaType } from './media-type.ts';
 
 export interface EvaluationDeps {
   authenticate: Authenticate;
@@ -114,7 +115,6 @@ export type EvaluationOutcome =
   | { ok: true; data: EvaluationData; meta: ResponseMeta; log: EvaluationLog }
   | { ok: false; failure: GatewayFailure; meta: ResponseMeta; log: EvaluationLog };
 
-const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
 /**
  * A reservation lives from just before the route's first upstream call to just after its last,
  * so never longer than the longest route deadline. One older than that (and a second of slack)
@@ -496,7 +496,7 @@ function unknownRoute(name: string, routes: ReadonlyMap<string, Route>): Gateway
 async function readBody(
   body: EvaluationBody,
 ): Promise<{ ok: true; value: unknown; bytes: number } | { ok: false; error: GatewayFailure }> {
-  if (body.contentType === undefined || !JSON_MEDIA_TYPE.test(body.contentType.trim())) {
+  if (!isJsonMediaType(body.contentType)) {
     const sent =
       body.contentType === undefined ? 'no Content-Type' : `Content-Type "${body.contentType.slice(0, 100)}"`;
     return {

@@ -108,6 +108,8 @@ export function createConnections(options: ConnectionOptions) {
         http: {
           headersTimeout: timeout,
           requestTimeout: timeout,
+          // Node would answer a missing Host itself, with a bare 400: the gateway answers it (server.ts).
+          requireHostHeader: false,
           connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(timeout / 4))),
         },
       };
@@ -115,6 +117,9 @@ export function createConnections(options: ConnectionOptions) {
 
     attach(fastify: FastifyInstance) {
       app = fastify;
+      // An `Expect` other than 100-continue: Node would answer a bare 417. The expectation is
+      // ignored instead (RFC 9110 allows it) and the request answered as any other.
+      fastify.server.on('checkExpectation', (req, res) => fastify.server.emit('request', req, res));
       fastify.server.on('connection', (socket: Socket) => {
         lastConnectionAt = Date.now();
         open.add(socket);

@@ -14,6 +14,8 @@ export interface EvaluationReport {
  */
 export interface DoorOutcome {
   code?: number;
+  /** The metrics label, where the route pattern says too little (a tRPC procedure). */
+  route?: string;
   evaluations?: EvaluationReport[];
   belowRouter?: true;
 }

@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticate } from '../auth/authenticate.ts';
 import type { MintResult, TokenService } from '../auth/tokens.ts';
 import type { Evaluate, ResponseMeta } from '../core/evaluate.ts';
+import { isJsonMediaType } from '../core/media-type.ts';
 import { cors, originOf } from './cors.ts';
 import { type DoorName, type DoorOptions, door, sendFailure } from './doors.ts';
 import { successBody } from './envelope.ts';
@@ -128,8 +129,6 @@ export const nativeDoor = rawBodyDoor({
   headers: (requestId) => ({ 'x-typesafe-request-id': requestId }),
 });
 
-const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
-
 /**
  * A mint's body, after authentication, in SPEC §4's order: media type (41500), JSON (40000), the
  * closed body (40001). No body at all means every default.
@@ -139,7 +138,7 @@ async function mintFrom(request: FastifyRequest, keyId: string, tokens: TokenSer
   let value: unknown = {};
   if (bytes !== undefined && bytes.length > 0) {
     const type = sentContentType(request);
-    if (type === undefined || !JSON_MEDIA_TYPE.test(type.trim()))
+    if (!isJsonMediaType(type))
       return { ok: false, error: failure('unsupported_media_type', 'send Content-Type: application/json') };
     const decoded = decodeJsonBody(bytes);
     if (!decoded.ok) return decoded;

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
  * known path with the wrong method gets 405 with an `Allow` header (SPEC §4) and nothing is listed twice.
  */
 export function createRouteTable(app: FastifyInstance) {
-  const routes: { pattern: RegExp; methods: Set<string> }[] = [];
+  const routes: { pattern: RegExp; url: string; methods: Set<string> }[] = [];
   app.addHook('onRoute', (route) => {
     const source = `^${route.url
       .split('/')
@@ -13,13 +13,18 @@ export function createRouteTable(app: FastifyInstance) {
       .join('/')}$`;
     let entry = routes.find((r) => r.pattern.source === source);
     if (!entry) {
-      entry = { pattern: new RegExp(source), methods: new Set() };
+      entry = { pattern: new RegExp(source), url: route.url, methods: new Set() };
       routes.push(entry);
     }
     for (const method of Array.isArray(route.method) ? route.method : [route.method])
       entry.methods.add(method);
   });
   return {
+    /** The registered path a URL matches (for metrics), if any. */
+    patternFor(url: string): string | undefined {
+      const path = url.split('?', 1)[0] as string;
+      return routes.find((route) => route.pattern.test(path))?.url;
+    },
     methodsFor(url: string): string[] {
       const path = url.split('?', 1)[0] as string;
       const methods = new Set<string>();

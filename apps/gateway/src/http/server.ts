@@ -105,6 +105,11 @@ export function buildGateway(options: GatewayOptions): Gateway {
     request.startedAt = performance.now();
     metrics.inFlight.inc();
     reply.header('x-request-id', request.id);
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      const noHost = failure('invalid_request', 'an HTTP/1.1 request needs a Host header');
+      sendFailure(reply, noHost, doorOf(request));
+      return;
+    }
     if (state.draining && request.routeOptions.config?.servedWhileDraining !== true) {
       // Answered here, in the door's own format: the route never runs (Fastify's way to reply
       // from a hook is not to call done).
@@ -142,15 +147,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
     finished.add(request);
     const evaluations = request.outcome?.evaluations ?? [];
     const code = request.outcome?.code;
-    observe(
-      metrics,
-      request.routeOptions.url,
-      request.method,
-      reply.statusCode,
-      code,
-      request.startedAt,
-      evaluations,
-    );
+    // The route pattern; a 405 by the path it matched; a tRPC call by its procedure.
+    const route = request.outcome?.route ?? request.routeOptions.url ?? routes.patternFor(request.url);
+    observe(metrics, route, request.method, reply.statusCode, code, request.startedAt, evaluations);
     // A tRPC batch's operations are listed one by one; a single evaluation's fields are inline.
     const log = evaluations.length === 1 ? evaluations[0]?.log : undefined;
     request.log.info(
@@ -294,7 +293,7 @@ function observe(
     if (evaluationCode === 42900) metrics.rateLimited.inc();
     for (const [type, count] of Object.entries(log.questionTypes ?? {}))
       metrics.questions.inc({ type }, count);
-    if (log.creditsUsed) metrics.creditsDebited.inc(log.creditsUsed);
+    if (log.creditsUsed) metrics.creditsDebited.add(log.creditsUsed);
     // Upstream calls are timed and counted by the route, one per attempt (upstreams/routes.ts).
     if (log.upstream !== undefined && log.labelMass !== undefined)
       metrics.labelMass.observe({ upstream: log.upstream }, log.labelMass);

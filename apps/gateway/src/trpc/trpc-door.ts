@@ -66,7 +66,7 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
     request.headers['content-type'] = 'application/json';
     const batch = (request.query as { batch?: string }).batch === '1';
     const reports: EvaluationReport[] = [];
-    request.outcome = { evaluations: reports };
+    request.outcome = { evaluations: reports, route: procedureLabel(request.params.path, batch) };
     const metas: ResponseMeta[] = [];
 
     const readInput = async (op: Operation): Promise<Parsed<unknown>> => {
@@ -144,6 +144,11 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
         }
         // One evaluation's metadata as headers; a batch's operations each have their own.
         if (!batch && metas.length === 1) Object.assign(headers, metaHeaders(metas[0] as ResponseMeta));
+        // The code of a single call, for its log line (the response is written right after this).
+        if (!batch) {
+          const first = errors[0];
+          recordCode(request, { code: reports[0]?.code ?? (first ? failureOfTrpcError(first).code : 0) });
+        }
         return { headers };
       },
       onError({ error }) {
@@ -152,7 +157,7 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
         if (gatewayFailure.type === 'internal_error') request.log.error({ err: error }, 'unhandled error');
       },
     });
-    if (reports.length === 1) recordCode(request, { code: reports[0]?.code as number });
+
     return reply;
   });
 }
@@ -187,7 +192,8 @@ function isPlainEvaluate(request: FastifyRequest<{ Params: { path: string } }>):
 async function evaluateFast(request: FastifyRequest, reply: FastifyReply, evaluate: Evaluate) {
   const outcome = await evaluate(rawEvaluationCall(request));
   const code = outcome.ok ? 0 : outcome.failure.code;
-  request.outcome = { code, evaluations: [{ requestId: request.id, code, log: outcome.log }] };
+  const evaluations = [{ requestId: request.id, code, log: outcome.log }];
+  request.outcome = { code, evaluations, route: '/trpc/evaluate' };
   reply.headers({
     'content-type': 'application/json',
     vary: 'trpc-accept, accept',
@@ -199,4 +205,12 @@ async function evaluateFast(request: FastifyRequest, reply: FastifyReply, evalua
   const { failure: f } = outcome;
   if (f.retryAfterMs !== undefined) reply.header('retry-after', retryAfterSeconds(f.retryAfterMs));
   return reply.code(f.status).send(Buffer.from(trpcErrorBody(f, request.id, 'evaluate')));
+}
+
+const PROCEDURES = new Set(['evaluate', 'models', 'tokens.create']);
+
+/** One metrics label per procedure; a batch is one label, an unknown path another. */
+function procedureLabel(path: string, batch: boolean): string {
+  if (batch) return '/trpc/(batch)';
+  return PROCEDURES.has(path) ? `/trpc/${path}` : '/trpc/:path';
 }

@@ -20,6 +20,8 @@ export interface UpstreamTuning {
   breakerCooldownMs?: number;
   backoff?: BackoffOptions;
   metrics?: GatewayMetrics;
+  /** UPSTREAM_MAX_BODY_BYTES (default 1 MiB). */
+  maxBodyBytes?: number;
 }
 
 /**
@@ -38,6 +40,7 @@ export function createUpstream(
     baseUrl: config.baseUrl,
     apiKey: config.apiKey,
     maxRetries: config.maxRetries,
+    ...(tuning.maxBodyBytes !== undefined && { maxBodyBytes: tuning.maxBodyBytes }),
     logger,
     requestIdHeader: config.kind === 'systemone' ? 'x-typesafe-request-id' : 'x-request-id',
     ...(tuning.backoff && { backoff: tuning.backoff }),

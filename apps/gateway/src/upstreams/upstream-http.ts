@@ -1,6 +1,6 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { Logger } from 'pino';
-import { Pool } from 'undici';
+import { type Dispatcher, Pool } from 'undici';
 import { nativeErrorReason } from './native-errors.ts';
 import {
   type BackoffOptions,
@@ -17,6 +17,8 @@ export interface UpstreamHttpOptions {
   baseUrl: string;
   apiKey?: string | undefined;
   maxRetries: number;
+  /** UPSTREAM_MAX_BODY_BYTES: an answer larger than this is not read on (502). */
+  maxBodyBytes?: number;
   logger: Logger;
   /** The header carrying the upstream's own request id, logged beside the gateway's. */
   requestIdHeader: string;
@@ -53,6 +55,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
   const basePath = base.pathname.replace(/\/+$/, '');
   const pool = new Pool(base.origin, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000 });
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
+  const maxBodyBytes = options.maxBodyBytes ?? 1_048_576;
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
 
@@ -68,6 +71,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
         text: string;
       }
     | { kind: 'connection'; reason: string }
+    | { kind: 'too_large'; status: number }
     | { kind: 'deadline' }
   > {
     const controller = new AbortController();
@@ -80,7 +84,10 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
         body: payload,
         signal: controller.signal,
       });
-      const text = await response.body.text();
+      // Read within the same deadline (the signal covers the body too) and never past the size
+      // limit: a huge or endless answer costs at most maxBodyBytes of memory.
+      const text = await readLimited(response.body, maxBodyBytes, response.headers['content-length']);
+      if (text === undefined) return { kind: 'too_large', status: response.statusCode };
       return { kind: 'response', status: response.statusCode, headers: response.headers, text };
     } catch (error) {
       if (controller.signal.aborted) return { kind: 'deadline' };
@@ -96,6 +103,12 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
       if (Date.now() >= call.deadlineAt) return { kind: 'deadline' };
       const result = await attempt(path, payload, call.deadlineAt);
       if (result.kind === 'deadline') return result;
+      if (result.kind === 'too_large')
+        return {
+          kind: 'malformed',
+          status: result.status,
+          reason: `the answer is larger than ${maxBodyBytes} bytes`,
+        };
       let wait: number | undefined;
       if (result.kind === 'connection') {
         last = { kind: 'exhausted', status: undefined, reason: result.reason, retryAfterMs: undefined };
@@ -228,4 +241,32 @@ function parseJson(text: string): { value: unknown } | undefined {
 
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * A body as text, or undefined once it passes `limit` bytes (the rest is not read). Events rather
+ * than `for await`: this runs on every upstream answer, and async iteration costs a promise a chunk.
+ */
+function readLimited(
+  body: Dispatcher.ResponseData['body'],
+  limit: number,
+  declared: string | string[] | undefined,
+): Promise<string | undefined> {
+  if (typeof declared === 'string' && Number(declared) > limit) {
+    body.destroy();
+    return Promise.resolve(undefined);
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    body.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        body.destroy();
+        resolve(undefined);
+      } else chunks.push(chunk);
+    });
+    body.once('end', () => resolve(Buffer.concat(chunks, size).toString('utf8')));
+    body.once('error', reject);
+  });
 }
