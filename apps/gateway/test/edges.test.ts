@@ -153,6 +153,34 @@ describe('upstream answers', () => {
     expect(await gw.store.ledgerBalance(id)).toBe(10_000_000);
   });
 
+  it('stops reading a chunked answer (no declared length) once it passes the limit', async () => {
+    let written = 0;
+    const endless = await startStandIn((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"answers": {}, "padding": "');
+      const chunk = 'x'.repeat(64 * 1024);
+      const more = () => {
+        // 8 MiB at most: the gateway must have stopped long before.
+        if (res.destroyed || written > 8 * 1024 * 1024) return res.end('"}');
+        written += chunk.length;
+        if (res.write(chunk)) setImmediate(more);
+        else res.once('drain', more);
+      };
+      more();
+    });
+    cleanups.push(endless.close);
+    const loaded = loadConfig({ UPSTREAM: 'systemone', UPSTREAM_BASE_URL: endless.url });
+    if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
+    const gw = await startGateway({
+      upstream: (logger) => createUpstream(loaded.config.upstream, logger, { maxBodyBytes: 256 * 1024 }),
+    });
+    cleanups.push(() => gw.close());
+    const { key } = await gw.createKey({ credits: 10 });
+    const response = await post(gw.url, '/v1/systemone', sampleRequest(), bearer(key));
+    expect(response.body).toMatchObject({ code: 50200 });
+    expect(response.body.message).toContain('larger than 262144 bytes');
+  });
+
   it('answers 504 when the body is still arriving at the deadline', async () => {
     const slow = await startStandIn((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });

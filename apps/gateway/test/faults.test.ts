@@ -152,7 +152,8 @@ describe('SIGTERM with clients that never finish', () => {
     expect(await running.exited).toBe(0);
     const took = performance.now() - started;
     expect(took).toBeGreaterThanOrEqual(1_400);
-    expect(took).toBeLessThan(5_000);
+    // Far below what the trickling client would take (minutes), however busy the machine.
+    expect(took).toBeLessThan(15_000);
     await Promise.all([stalled.closed, trickle.closed]);
     expect(await inFlight).toBeInstanceOf(Error); // its connection was closed, unanswered
 
@@ -239,7 +240,12 @@ describe('answers below the router', () => {
     );
     await sleep(100);
     leaving.socket.destroy();
-    await sleep(200);
+    // Waited for, not timed: the gateway notices the client left, then counts it out.
+    const deadline = Date.now() + 15_000;
+    while (!running.logs().some((l) => l.msg === 'request aborted by the client')) {
+      if (Date.now() > deadline) throw new Error('the abort was never logged');
+      await sleep(50);
+    }
     const metrics = await fetch(`${url}/metrics`).then((r) => r.text());
     expect(metrics).toMatch(/dg_http_requests_in_flight 1\b/); // the scrape itself
     expect(running.logs().filter((l) => (l.level as number) >= 50)).toEqual([]);

@@ -126,12 +126,21 @@ describe('REST error table', () => {
     expectEnvelope(r, 40101, 401, 'invalid_api_key');
     expect(r.body.message).toBe('the API key has been revoked');
 
-    const expiring = await gw.createKey({ expiresAt: new Date(Date.now() + 300).toISOString() });
-    expect((await post(gw.url, '/v1/systemone', sampleRequest(), bearer(expiring.key))).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 350));
-    const e = await post(gw.url, '/v1/systemone', sampleRequest(), bearer(expiring.key));
-    expectEnvelope(e, 40101, 401, 'invalid_api_key');
-    expect(e.body.message).toBe('the API key has expired');
+    // Expiry on the gateway's own clock, moved on by the test: no race with the machine's speed.
+    let now = Date.now();
+    const timed = await startGateway({ clock: () => now });
+    try {
+      const expiring = await timed.createKey({ expiresAt: new Date(now + 60_000).toISOString() });
+      expect((await post(timed.url, '/v1/systemone', sampleRequest(), bearer(expiring.key))).status).toBe(
+        200,
+      );
+      now += 60_000;
+      const e = await post(timed.url, '/v1/systemone', sampleRequest(), bearer(expiring.key));
+      expectEnvelope(e, 40101, 401, 'invalid_api_key');
+      expect(e.body.message).toBe('the API key has expired');
+    } finally {
+      await timed.close();
+    }
   });
 
   it('40200: a key that cannot cover the request', async () => {

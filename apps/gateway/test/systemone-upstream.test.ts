@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { createUpstream, type UpstreamTuning } from '../src/upstreams/registry.ts';
 import { timeoutOf } from '../src/upstreams/upstream-config.ts';
-import { bearer, post, sampleRequest, sleep, startGateway, type TestGateway } from './harness.ts';
+import { bearer, post, sampleRequest, startGateway, type TestGateway } from './harness.ts';
 import { gatewayEnvelope, type Handler, json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -178,7 +178,8 @@ describe('UPSTREAM=systemone', () => {
     expect(response.body.code).toBe(50300);
     expect(response.body.error.retryAfterMs).toBe(30_000);
     expect(standIn.seen).toHaveLength(1);
-    expect(performance.now() - started).toBeLessThan(1500);
+    // It did not sit out the 30 s the upstream asked for (a bound far from the machine's speed).
+    expect(performance.now() - started).toBeLessThan(15_000);
   });
 
   it('answers 50400 when the upstream hangs past the deadline, and charges nothing', async () => {
@@ -256,10 +257,12 @@ describe('UPSTREAM=systemone', () => {
   });
 
   it('opens the circuit after repeated failures, fails fast, then tries again after the cool-down', async () => {
+    let now = Date.now();
     const { standIn, send } = await setup(
       (_r, res) => json(res, 500, { detail: 'down' }),
       { UPSTREAM_MAX_RETRIES: '0' },
-      { breakerThreshold: 2, breakerCooldownMs: 300 },
+      // The breaker's own clock, moved on by the test: no race with the machine's speed.
+      { breakerThreshold: 2, breakerCooldownMs: 300, clock: () => now },
     );
     expect((await send()).body.code).toBe(50200);
     expect((await send()).body.code).toBe(50200);
@@ -267,7 +270,7 @@ describe('UPSTREAM=systemone', () => {
     expect(fast.body.code).toBe(50300);
     expect(fast.headers.get('retry-after')).toBe('1');
     expect(standIn.seen).toHaveLength(2);
-    await sleep(350);
+    now += 350;
     standIn.setHandler((req, res) => json(res, 200, nativeAnswer(req)));
     expect((await send()).status).toBe(200);
     expect(standIn.seen).toHaveLength(3);

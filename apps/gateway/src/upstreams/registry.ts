@@ -22,6 +22,8 @@ export interface UpstreamTuning {
   metrics?: GatewayMetrics;
   /** UPSTREAM_MAX_BODY_BYTES (default 1 MiB). */
   maxBodyBytes?: number;
+  /** The breaker's clock (tests move it on instead of waiting out a cool-down). */
+  clock?: () => number;
 }
 
 /**
@@ -55,7 +57,7 @@ export function createUpstream(
     cooldownMs: tuning.breakerCooldownMs ?? 10_000,
   });
   metrics?.watchCircuit(name, () => breaker.state);
-  return withCircuitBreaker(upstream, breaker);
+  return withCircuitBreaker(upstream, breaker, tuning.clock);
 }
 
 /** Every configured upstream, by name. */

@@ -252,7 +252,9 @@ function readLimited(
   limit: number,
   declared: string | string[] | undefined,
 ): Promise<string | undefined> {
-  if (typeof declared === 'string' && Number(declared) > limit) {
+  if (typeof declared === 'string') {
+    // A declared length is enforced by undici (a longer body is an error): read it at once, or not at all.
+    if (Number(declared) <= limit) return body.text();
     body.destroy();
     return Promise.resolve(undefined);
   }
