@@ -3,7 +3,9 @@ import {
   AdjustCreditsBody,
   CachePurged,
   CreatedKey,
+  CreatedToken,
   CreateKeyBody,
+  CreateTokenBody,
   KeyList,
   KeyObject,
   UsageReport,
@@ -35,6 +37,8 @@ const envelopes = {
   KeyListEnvelope: successEnvelope(KeyList),
   UsageReportEnvelope: successEnvelope(UsageReport),
   CachePurgedEnvelope: successEnvelope(CachePurged),
+  CreateTokenBody,
+  CreatedTokenEnvelope: successEnvelope(CreatedToken),
   HealthEnvelope: successEnvelope(z.strictObject({ status: z.string() })),
 };
 for (const [id, schema] of Object.entries(envelopes)) z.globalRegistry.add(schema, { id });
@@ -264,6 +268,29 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
           },
         },
       },
+      '/v1/tokens': {
+        post: {
+          operationId: 'createToken',
+          tags: ['Decisions'],
+          summary: 'Mint a short-lived token for a browser (API key only)',
+          description:
+            'The token (`dgt_…`) evaluates and lists models like the key, until `expiresAt`, only from its origins, ' +
+            'within `maxCredits`. A token cannot mint tokens (40300). Every field is optional.',
+          security: [{ apiKey: [] }],
+          requestBody: { required: false, content: json('CreateTokenBody') },
+          responses: {
+            '201': ok('CreatedTokenEnvelope', 'Created: the token is shown this once'),
+            ...errorResponses([
+              ...AUTH_ERRORS,
+              'forbidden',
+              'unsupported_media_type',
+              'invalid_json',
+              'invalid_request',
+              'payload_too_large',
+            ]),
+          },
+        },
+      },
       '/v1/models': {
         get: {
           operationId: 'listModels',
@@ -355,6 +382,20 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
           parameters: [idParam],
           requestBody: { required: true, content: json('AdjustCreditsBody') },
           responses: { '200': ok('KeyEnvelope'), ...errorResponses([...ADMIN_ERRORS, 'not_found']) },
+        },
+      },
+      '/admin/keys/{id}/tokens': {
+        post: {
+          operationId: 'mintTokenForKey',
+          tags: ['Admin'],
+          summary: 'Mint a short-lived browser token for a key (the body of POST /v1/tokens)',
+          security: admin,
+          parameters: [idParam],
+          requestBody: { required: false, content: json('CreateTokenBody') },
+          responses: {
+            '201': ok('CreatedTokenEnvelope', 'Created: the token is shown this once'),
+            ...errorResponses([...ADMIN_ERRORS, 'not_found']),
+          },
         },
       },
       '/admin/keys/{id}/revoke': {
