@@ -11,7 +11,7 @@ import { createMetrics } from './metrics.ts';
 import { createRedisRateLimiter, type SharedRateLimiter } from './rate-limit/redis-rate-limiter.ts';
 import { openStore } from './store/open-store.ts';
 import { createUpstreamRegistry } from './upstreams/registry.ts';
-import { buildRoutes } from './upstreams/routes.ts';
+import { buildRoutes, type UpstreamStats } from './upstreams/routes.ts';
 
 loadDotEnv();
 const loaded = loadConfig(process.env);
@@ -98,10 +98,12 @@ const upstreams = createUpstreamRegistry(config.gateway.upstreams, logger, {
   metrics,
   maxBodyBytes: config.upstreamMaxBodyBytes,
 });
-const routes = buildRoutes(config.gateway, upstreams, { logger, metrics });
+const upstreamStats: UpstreamStats = new Map();
+const routes = buildRoutes(config.gateway, upstreams, { logger, metrics, stats: upstreamStats });
 const gateway = buildGateway({
   store,
   routes,
+  upstreamStats,
   ...(cache && { cache, cacheScope: config.cache.scope }),
   corsOrigins: config.corsOrigins,
   logger,

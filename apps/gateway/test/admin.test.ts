@@ -238,3 +238,78 @@ describe('admin API switched off', () => {
     }
   });
 });
+
+describe('admin API for the console (SPEC §6)', () => {
+  it('sums usage per step, every step present, one key or all, and refuses more than 1000 points', async () => {
+    let now = Date.parse('2026-11-23T10:30:00Z');
+    const gw = await startGateway({ adminToken: ADMIN_TOKEN, clock: () => now });
+    try {
+      const a = await gw.createKey({ credits: 10 });
+      const b = await gw.createKey({ credits: 10 });
+      const spent = (await post(gw.url, '/v1/systemone', sampleRequest(), bearer(a.key))).body.data
+        .creditsUsed;
+      await post(gw.url, '/v1/systemone', { ...sampleRequest(), state: null }, bearer(a.key));
+      now += 3_600_000;
+      await post(gw.url, '/v1/systemone', sampleRequest(), bearer(b.key));
+      const from = '2026-11-23T09:00:00Z';
+      const to = '2026-11-23T13:00:00Z';
+      const one = await get(
+        gw.url,
+        `/admin/usage/series?keyId=${a.id}&from=${from}&to=${to}&step=hour`,
+        admin,
+      );
+      expect(one.body.data.step).toBe('hour');
+      expect(
+        one.body.data.series.map((p: { at: string; requests: number; errors: number }) => [
+          p.at,
+          p.requests,
+          p.errors,
+        ]),
+      ).toEqual([
+        ['2026-11-23T09:00:00.000Z', 0, 0],
+        ['2026-11-23T10:00:00.000Z', 2, 1],
+        ['2026-11-23T11:00:00.000Z', 0, 0],
+        ['2026-11-23T12:00:00.000Z', 0, 0],
+      ]);
+      expect(one.body.data.series[1]).toMatchObject({ creditsUsed: spent, p50ElapsedMs: expect.any(Number) });
+      const all = await get(gw.url, `/admin/usage/series?from=${from}&to=${to}&step=hour`, admin);
+      expect(all.body.data.series.map((p: { requests: number }) => p.requests)).toEqual([0, 2, 1, 0]);
+      // `to` defaults to now: 10:30 → 11:30 is two started hours.
+      const untilNow = await get(gw.url, '/admin/usage/series?from=2026-11-23T10:00:00Z&step=hour', admin);
+      expect(untilNow.body.data.series).toHaveLength(2);
+
+      const tooMany = await get(
+        gw.url,
+        `/admin/usage/series?from=2026-11-01T00:00:00Z&to=${to}&step=minute`,
+        admin,
+      );
+      expect(tooMany.body).toMatchObject({ code: 40001 });
+      expect(tooMany.body.message).toContain('at most 1000');
+      expect((await get(gw.url, `/admin/usage/series?from=${from}&step=week`, admin)).body.code).toBe(40001);
+      expect(
+        (await get(gw.url, `/admin/usage/series?keyId=key_none&from=${from}&step=hour`, admin)).body.code,
+      ).toBe(40400);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('shows the upstreams with their circuit and counts, and the routes', async () => {
+    const gw = await startGateway({ adminToken: ADMIN_TOKEN });
+    try {
+      const { key } = await gw.createKey();
+      await post(gw.url, '/v1/systemone', sampleRequest(), bearer(key));
+      await post(gw.url, '/v1/systemone', sampleRequest(), bearer(key));
+      const health = await get(gw.url, '/admin/upstreams', admin);
+      expect(health.body.data).toEqual({
+        upstreams: [{ name: 'lexical', kind: 'lexical', circuit: 'closed', calls: 2, failures: 0 }],
+        routes: [
+          { name: 'default', upstreams: ['lexical'], weights: null, escalateTo: null, cacheTtlSeconds: 0 },
+        ],
+      });
+      expect((await get(gw.url, '/admin/upstreams', bearer(key))).body.code).toBe(40101);
+    } finally {
+      await gw.close();
+    }
+  });
+});

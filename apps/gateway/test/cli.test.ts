@@ -34,6 +34,26 @@ describe('pnpm keys CLI', () => {
     return { code, stdout, stderr, json: () => JSON.parse(stdout) };
   }
 
+  it('prints a usage series with --series, and refuses a bad step', async () => {
+    const key = (
+      await cli('create', '--name', 'svc', '--credits', '5', '--route', 'default', '--json')
+    ).json();
+    expect(key.route).toBe('default');
+    const series = await cli('usage', key.id, '--series', 'hour', '--json');
+    expect(series.code).toBe(0);
+    const { step, series: points } = series.json();
+    expect(step).toBe('hour');
+    expect(points).toHaveLength(24);
+    expect(points[0]).toMatchObject({ requests: 0, p50ElapsedMs: null });
+    const text = await cli('usage', key.id, '--series', 'day', '--from', '2026-01-01T00:00:00Z');
+    expect(text.stdout).toMatch(/^per day: at, requests/);
+    const bad = await cli('usage', key.id, '--series', 'week');
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('step: must be minute, hour or day')]);
+    expect((await cli('create', '--name', 'x', '--credits', '1', '--route', 'nope')).stderr).toContain(
+      'no route named "nope"',
+    );
+  });
+
   it('creates, lists, shows, adjusts, revokes and reports usage', async () => {
     const created = await cli('create', '--name', 'svc', '--credits', '5', '--rate-limit', '30', '--json');
     expect(created.code).toBe(0);

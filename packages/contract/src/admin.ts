@@ -203,3 +203,63 @@ export const CreatedToken = z
   })
   .meta({ id: 'CreatedToken' });
 export type CreatedToken = z.infer<typeof CreatedToken>;
+
+/** The steps a usage series can be summed by (SPEC §6). */
+export const SERIES_STEPS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
+export type SeriesStep = keyof typeof SERIES_STEPS;
+
+/** `GET /admin/usage/series` (SPEC §6): for the console's charts. */
+export const UsageSeriesQuery = z
+  .strictObject({
+    keyId: z.string().min(1).optional().meta({ description: 'One key; all keys when absent.' }),
+    from: z.iso.datetime({ offset: true }).meta({ description: 'Start, inclusive.' }),
+    to: z.iso.datetime({ offset: true }).optional().meta({ description: 'End, exclusive (default: now).' }),
+    step: z.enum(['minute', 'hour', 'day'], { error: 'must be minute, hour or day' }),
+  })
+  .refine((q) => q.to === undefined || Date.parse(q.to) > Date.parse(q.from), {
+    error: 'to must come after from',
+    path: ['to'],
+  });
+export type UsageSeriesQuery = z.infer<typeof UsageSeriesQuery>;
+
+export const UsagePoint = z.strictObject({
+  at: z.string().meta({ description: 'The start of the step.' }),
+  requests: z.number().int(),
+  errors: z.number().int().meta({ description: 'Records with a status other than 200.' }),
+  creditsUsed: z.number(),
+  input_tokens: z.number().int(),
+  output_tokens: z.number().int(),
+  cacheHits: z.number().int(),
+  p50ElapsedMs: z.number().nullable(),
+  p95ElapsedMs: z.number().nullable(),
+});
+export type UsagePoint = z.infer<typeof UsagePoint>;
+
+export const UsageSeries = z
+  .strictObject({ step: z.enum(['minute', 'hour', 'day']), series: z.array(UsagePoint) })
+  .meta({ id: 'UsageSeries' });
+export type UsageSeries = z.infer<typeof UsageSeries>;
+
+export const UpstreamHealth = z
+  .strictObject({
+    upstreams: z.array(
+      z.strictObject({
+        name: z.string(),
+        kind: z.enum(['lexical', 'systemone', 'openai']).nullable(),
+        circuit: z.enum(['closed', 'open', 'half-open']),
+        calls: z.number().int(),
+        failures: z.number().int(),
+      }),
+    ),
+    routes: z.array(
+      z.strictObject({
+        name: z.string(),
+        upstreams: z.array(z.string()),
+        weights: z.record(z.string(), z.number()).nullable(),
+        escalateTo: z.string().nullable(),
+        cacheTtlSeconds: z.number().int(),
+      }),
+    ),
+  })
+  .meta({ id: 'UpstreamHealth' });
+export type UpstreamHealth = z.infer<typeof UpstreamHealth>;

@@ -38,6 +38,10 @@ export type UpstreamOutcome =
 /** The interface every upstream implements: lexical, systemone and openai alike. */
 export interface Upstream {
   readonly name: string;
+  /** What it is, for operators (`GET /admin/upstreams`); a test's own upstream may not say. */
+  readonly kind?: 'lexical' | 'systemone' | 'openai';
+  /** Its circuit breaker's state, where it has one (remote upstreams). */
+  circuit?(): 'closed' | 'open' | 'half-open';
   /** An upper bound of the usage `call` can incur, reserved before the call (SPEC §7). */
   usageBound(request: EvaluationRequest, bodyBytes: number): Usage;
   answer(call: UpstreamCall): Promise<UpstreamOutcome>;

@@ -6,6 +6,7 @@ import {
   type KeyObject,
   parseAdminInput,
   UsageQuery,
+  UsageSeriesQuery,
 } from '@decision-gateway/contract';
 import { loadConfig, loadDotEnv } from '../config.ts';
 import { createKeyService, type KeyResult } from '../keys/key-service.ts';
@@ -19,7 +20,7 @@ Commands (they act on the configured database directly, like the admin API):
   show ID
   credits ID AMOUNT          (negative AMOUNT removes credits)
   revoke ID
-  usage ID [--limit N]
+  usage ID [--limit N | --series minute|hour|day [--from ISO-8601]]
 
 Options:
   --json                     print JSON instead of text
@@ -127,7 +128,32 @@ export async function runKeysCli(
         if (args.length !== 1) return invalid('usage: pnpm keys revoke ID');
         return print(await keys.revoke(args[0] as string), (key) => `${describeKey(key)}\n`);
       case 'usage': {
-        if (args.length !== 1) return invalid('usage: pnpm keys usage ID [--limit N]');
+        if (args.length !== 1)
+          return invalid('usage: pnpm keys usage ID [--limit N | --series STEP [--from ISO-8601]]');
+        if (values.series !== undefined) {
+          // The console's charts as a table: the last day by hour unless told otherwise.
+          const span =
+            { minute: 3_600_000, hour: 86_400_000, day: 30 * 86_400_000 }[values.series as 'hour'] ??
+            86_400_000;
+          const now = Date.now();
+          const series = parseAdminInput(UsageSeriesQuery, {
+            keyId: args[0],
+            step: values.series,
+            from: values.from ?? new Date(now - span).toISOString(),
+            ...(values.from === undefined && { to: new Date(now).toISOString() }),
+          });
+          if (!series.ok) return invalid(series.error.message);
+          return print(await keys.series(series.value), ({ step, series: points }) =>
+            [
+              `per ${step}: at, requests, errors, credits, input tokens, cache hits, p50 and p95 ms`,
+              ...points.map(
+                (p) =>
+                  `  ${p.at}  ${p.requests}  ${p.errors}  ${p.creditsUsed}  ${p.input_tokens}  ${p.cacheHits}  ${p.p50ElapsedMs ?? '-'}  ${p.p95ElapsedMs ?? '-'}`,
+              ),
+              '',
+            ].join('\n'),
+          );
+        }
         const query = parseAdminInput(UsageQuery, values.limit === undefined ? {} : { limit: values.limit });
         if (!query.ok) return invalid(query.error.message);
         return print(await keys.usage(args[0] as string, query.value.limit), (report) => {
@@ -163,6 +189,8 @@ function parse(argv: string[]) {
       'rate-limit': { type: 'string' },
       route: { type: 'string' },
       limit: { type: 'string' },
+      series: { type: 'string' },
+      from: { type: 'string' },
       cursor: { type: 'string' },
       all: { type: 'boolean' },
       json: { type: 'boolean' },

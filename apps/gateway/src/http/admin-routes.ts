@@ -8,7 +8,9 @@ import {
   KeyListQuery,
   LIMITS,
   parseAdminInput,
+  type UpstreamHealth,
   UsageQuery,
+  UsageSeriesQuery,
 } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { bearerToken, isAdminToken } from '../auth/api-keys.ts';
@@ -26,6 +28,8 @@ export interface AdminDoorOptions extends DoorOptions {
   /** The decision cache, when a route has one (SPEC §13). */
   cache?: DecisionCache;
   tokens: TokenService;
+  /** The upstreams' health and the routes (SPEC §6), for the console. */
+  upstreams(): UpstreamHealth;
 }
 
 /** Admin API (SPEC §6); registered only when ADMIN_TOKEN is set, so otherwise every path is 404. */
@@ -109,6 +113,15 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
     const minted = await opts.tokens.mint(key.value.id, body.value);
     return minted.ok ? sendSuccess(res, minted.value, 201) : sendFailure(res, minted.error);
   });
+
+  // SPEC §6: usage summed per step, for the console's charts.
+  app.get('/admin/usage/series', async (request, res) => {
+    const query = parseAdminInput(UsageSeriesQuery, request.query);
+    if (!query.ok) return sendFailure(res, query.error);
+    return reply(await opts.keys.series(query.value), res);
+  });
+
+  app.get('/admin/upstreams', async (_request, res) => sendSuccess(res, opts.upstreams()));
 
   // SPEC §6: drops cached decisions, all or one key's; with no cache configured there are none.
   app.delete('/admin/cache', async (request, res) => {

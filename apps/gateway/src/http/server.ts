@@ -14,7 +14,7 @@ import { createMemoryRateLimiter, type RateLimiter } from '../rate-limit/rate-li
 import type { Store } from '../store/store.ts';
 import { trpcDoor } from '../trpc/trpc-door.ts';
 import { createRoute, type Route } from '../upstreams/route.ts';
-import { routeEvents } from '../upstreams/routes.ts';
+import { routeEvents, type UpstreamStats, upstreamHealth } from '../upstreams/routes.ts';
 import { UPSTREAM_DEFAULTS } from '../upstreams/upstream-config.ts';
 import { adminDoor } from './admin-routes.ts';
 import { createConnections, newRequestId } from './connections.ts';
@@ -50,6 +50,8 @@ export interface GatewayOptions {
   cacheScope?: CacheScope;
   /** CORS_ORIGINS: browser origins that may call with tokens (SPEC §14). */
   corsOrigins?: readonly string[];
+  /** Calls and failures per upstream, fed by the routes' events (`GET /admin/upstreams`). */
+  upstreamStats?: UpstreamStats;
 }
 
 export interface Gateway {
@@ -189,7 +191,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
   const clock = options.clock ?? Date.now;
   const corsOrigins = options.corsOrigins ?? [];
   const authenticate = createAuthenticate(options.store, clock, corsOrigins);
-  const routeTable = options.routes ?? singleRoute(options, metrics);
+  const upstreamStats = options.upstreamStats ?? new Map();
+  const routeTable = options.routes ?? singleRoute(options, metrics, upstreamStats);
   const evaluator = createEvaluator({
     authenticate,
     clock,
@@ -216,6 +219,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
       keys: createKeyService(options.store, clock, [...routeTable.keys()]),
       tokens,
       ...(options.cache && { cache: options.cache }),
+      upstreams: () => upstreamHealth(routeTable, upstreamStats),
       methodsFor: routes.methodsFor,
     });
   }
@@ -255,7 +259,11 @@ async function readinessProblem(store: Store, rateLimiter: RateLimiter): Promise
 }
 
 /** The route `default` over one upstream, for a gateway built without a configuration file. */
-function singleRoute(options: GatewayOptions, metrics: GatewayMetrics): ReadonlyMap<string, Route> {
+function singleRoute(
+  options: GatewayOptions,
+  metrics: GatewayMetrics,
+  stats: UpstreamStats,
+): ReadonlyMap<string, Route> {
   if (options.upstream === undefined) throw new Error('buildGateway needs routes or an upstream');
   const timeoutMs = options.upstreamTimeoutMs ?? UPSTREAM_DEFAULTS.timeoutMs;
   const member = { upstream: options.upstream, timeoutMs };
@@ -265,7 +273,9 @@ function singleRoute(options: GatewayOptions, metrics: GatewayMetrics): Readonly
     deadlineMs: 2 * timeoutMs,
     cacheTtlSeconds: options.cacheTtlSeconds ?? 0,
   };
-  return new Map([['default', createRoute(spec, { logger: options.logger, events: routeEvents(metrics) })]]);
+  return new Map([
+    ['default', createRoute(spec, { logger: options.logger, events: routeEvents(metrics, stats) })],
+  ]);
 }
 
 /** How long the request waited on upstreams (every evaluation it ran). */

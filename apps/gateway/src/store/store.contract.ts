@@ -370,6 +370,54 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         }
       }));
 
+    it('sums usage per step in one query, with percentiles of the elapsed time', () =>
+      withStore(async ({ store }) => {
+        const a = newKey({ creditsMicro: null });
+        const b = newKey({ creditsMicro: null });
+        await store.createKey(a);
+        await store.createKey(b);
+        const minute = 60_000;
+        const t0 = 1_800_000_000_000;
+        // Step 0: ten records of a, elapsed 1..10 ms, one failed, two cache hits; step 2: one of b.
+        for (let i = 1; i <= 10; i++) {
+          const record = { ...entry(a.id, `s${i}`, 1000 * i, t0 + i), elapsedMs: i, cached: i > 8 };
+          if (i === 5) await store.release(null, { ...record, status: 502 });
+          else await store.settle(null, record, 0);
+        }
+        await store.settle(null, { ...entry(b.id, 'other', 7000, t0 + 2 * minute + 5), elapsedMs: 40 }, 0);
+        // Outside the window: before `from` and at `to` (exclusive).
+        await store.settle(null, entry(a.id, 'early', 1, t0 - 1), 0);
+        await store.settle(null, entry(a.id, 'late', 1, t0 + 3 * minute), 0);
+
+        const all = await store.usageSeries({ from: t0, to: t0 + 3 * minute, stepMs: minute });
+        expect(all).toEqual([
+          {
+            bucket: 0,
+            requests: 10,
+            errors: 1,
+            creditsMicro: 50_000,
+            inputTokens: 55,
+            outputTokens: 0,
+            cacheHits: 2,
+            p50ElapsedMs: 5,
+            p95ElapsedMs: 10,
+          },
+          {
+            bucket: 2,
+            requests: 1,
+            errors: 0,
+            creditsMicro: 7000,
+            inputTokens: 7,
+            outputTokens: 0,
+            cacheHits: 0,
+            p50ElapsedMs: 40,
+            p95ElapsedMs: 40,
+          },
+        ]);
+        const onlyB = await store.usageSeries({ keyId: b.id, from: t0, to: t0 + 3 * minute, stepMs: minute });
+        expect(onlyB.map((point) => [point.bucket, point.requests])).toEqual([[2, 1]]);
+      }));
+
     it('reports usage totals and the most recent records first, up to a limit', () =>
       withStore(async ({ store }) => {
         const key = newKey({ creditsMicro: null });

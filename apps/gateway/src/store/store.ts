@@ -149,6 +149,11 @@ export interface Store {
   release(reservationId: string | null, entry: UsageEntry): Promise<void>;
 
   usage(keyId: string, limit: number): Promise<{ totals: UsageTotals; recent: UsageEntry[] }>;
+  /**
+   * Usage records summed per step of `stepMs` from `from` (inclusive) to `to` (exclusive), oldest
+   * first, one query; only the steps that have records (the caller fills the gaps).
+   */
+  usageSeries(query: { keyId?: string; from: number; to: number; stepMs: number }): Promise<SeriesBucket[]>;
   /** Credits granted to a key minus its debits (what its balance must equal), for audits and tests. */
   ledgerBalance(keyId: string): Promise<number>;
   /** Resolves when the store can be reached and written (readiness, SPEC §10); rejects saying why. */
@@ -162,4 +167,17 @@ export function pageOf(keys: KeyRecord[], limit: number): KeyPage {
   const page = keys.slice(0, limit);
   const last = page[page.length - 1] as KeyRecord;
   return { keys: page, next: { createdAt: last.createdAt, id: last.id } };
+}
+
+/** One step of a usage series, as the store sums it; `bucket` counts steps from `from`. */
+export interface SeriesBucket {
+  bucket: number;
+  requests: number;
+  errors: number;
+  creditsMicro: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheHits: number;
+  p50ElapsedMs: number | null;
+  p95ElapsedMs: number | null;
 }

@@ -35,7 +35,7 @@ export function createUpstream(
   logger: Logger,
   tuning: UpstreamTuning = {},
 ): Upstream {
-  if (config.kind === 'lexical') return { ...createLexicalUpstream(), name };
+  if (config.kind === 'lexical') return { ...createLexicalUpstream(), name, kind: 'lexical' };
   const { metrics } = tuning;
   const http = createUpstreamHttp({
     name,
@@ -57,7 +57,11 @@ export function createUpstream(
     cooldownMs: tuning.breakerCooldownMs ?? 10_000,
   });
   metrics?.watchCircuit(name, () => breaker.state);
-  return withCircuitBreaker(upstream, breaker, tuning.clock);
+  return {
+    ...withCircuitBreaker(upstream, breaker, tuning.clock),
+    kind: config.kind,
+    circuit: () => breaker.state,
+  };
 }
 
 /** Every configured upstream, by name. */

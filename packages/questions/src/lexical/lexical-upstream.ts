@@ -74,6 +74,7 @@ export function createLexicalUpstream(): Upstream {
   };
   return {
     name: 'lexical',
+    kind: 'lexical',
     usageBound: (request) => usageOf(request),
     async answer({ request }: UpstreamCall): Promise<UpstreamOutcome> {
       const answers = Object.fromEntries(

@@ -8,7 +8,7 @@ import {
   toUsage,
   type UsageRow,
 } from '../rows.ts';
-import type { KeyAuth, Store } from '../store.ts';
+import type { KeyAuth, SeriesBucket, Store } from '../store.ts';
 import { pageOf } from '../store.ts';
 import { POSTGRES_MIGRATIONS } from './migrations.ts';
 
@@ -189,6 +189,27 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
           ${entry.tokenId}::text, ${entry.subject}::text)`;
     },
 
+    async usageSeries({ keyId, from, to, stepMs }) {
+      const rows = await sql<SeriesBucket[]>`
+        SELECT ((at - ${from}::bigint) / ${stepMs}::bigint)::int AS bucket,
+               COUNT(*)::int AS requests,
+               (COUNT(*) FILTER (WHERE status <> 200))::int AS errors,
+               COALESCE(SUM(credits_micro), 0)::bigint AS "creditsMicro",
+               COALESCE(SUM(input_tokens), 0)::bigint AS "inputTokens",
+               COALESCE(SUM(output_tokens), 0)::bigint AS "outputTokens",
+               (COUNT(*) FILTER (WHERE cached))::int AS "cacheHits",
+               percentile_disc(0.5) WITHIN GROUP (ORDER BY elapsed_ms) AS "p50ElapsedMs",
+               percentile_disc(0.95) WITHIN GROUP (ORDER BY elapsed_ms) AS "p95ElapsedMs"
+        FROM usage_records
+        WHERE at >= ${from}::bigint AND at < ${to}::bigint AND (${keyId ?? null}::text IS NULL OR key_id = ${keyId ?? null})
+        GROUP BY 1 ORDER BY 1`;
+      return rows.map((row) => ({
+        ...row,
+        creditsMicro: Number(row.creditsMicro),
+        inputTokens: Number(row.inputTokens),
+        outputTokens: Number(row.outputTokens),
+      }));
+    },
     async usage(keyId, limit) {
       const [totals] = await sql<{ requests: number; credits: number; input: number; output: number }[]>`
         SELECT COUNT(*)::bigint AS requests, COALESCE(SUM(credits_micro), 0)::bigint AS credits,

@@ -15,6 +15,7 @@ import type {
   KeyAuth,
   NewKey,
   ReserveResult,
+  SeriesBucket,
   Store,
   UsageEntry,
   UsageTotals,
@@ -148,6 +149,25 @@ export function openSqliteStore(path: string): Store {
     ),
     recentUsage: db.prepare<[string, number], UsageRow>(
       'SELECT * FROM usage_records WHERE key_id = ? ORDER BY at DESC, id DESC LIMIT ?',
+    ),
+    /**
+     * A usage series in one statement (better-sqlite3 binds numbers as REAL: the step is cast back). SQLite has no percentile function: window functions number
+     * each step's records by elapsed time, and the p-th percentile is the record at ceil(p × n),
+     * as PostgreSQL's percentile_disc picks it.
+     */
+    usageSeries: db.prepare<{ keyId: string | null; from: number; to: number; step: number }, SeriesBucket>(
+      `WITH r AS (
+         SELECT CAST((at - @from) / @step AS INTEGER) AS bucket, status, credits_micro, input_tokens, output_tokens, cached, elapsed_ms,
+                ROW_NUMBER() OVER (PARTITION BY CAST((at - @from) / @step AS INTEGER) ORDER BY elapsed_ms) AS rn,
+                COUNT(*) OVER (PARTITION BY CAST((at - @from) / @step AS INTEGER)) AS n
+         FROM usage_records
+         WHERE at >= @from AND at < @to AND (@keyId IS NULL OR key_id = @keyId)
+       )
+       SELECT bucket, COUNT(*) AS requests, SUM(status <> 200) AS errors, SUM(credits_micro) AS creditsMicro,
+              SUM(input_tokens) AS inputTokens, SUM(output_tokens) AS outputTokens, SUM(cached) AS cacheHits,
+              MAX(CASE WHEN rn = (n + 1) / 2 THEN elapsed_ms END) AS p50ElapsedMs,
+              MAX(CASE WHEN rn = (95 * n + 99) / 100 THEN elapsed_ms END) AS p95ElapsedMs
+       FROM r GROUP BY bucket ORDER BY bucket`,
     ),
     heartbeat: db.prepare<[number]>(
       'INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at',
@@ -323,6 +343,9 @@ export function openSqliteStore(path: string): Store {
       write(() => reserve(keyId, requestId, amount, at, staleBefore, tokenId ?? null)),
     settle: (reservationId, entry, staleBefore) => write(() => settle(reservationId, entry, staleBefore)),
     release: (reservationId, entry) => write(() => release(reservationId, entry)),
+    async usageSeries({ keyId, from, to, stepMs }) {
+      return sql.usageSeries.all({ keyId: keyId ?? null, from, to, step: stepMs });
+    },
     async usage(keyId, limit) {
       const totals = sql.usageTotals.get(keyId);
       const summary: UsageTotals = {
