@@ -8,7 +8,9 @@ import {
   CreateTokenBody,
   KeyList,
   KeyObject,
+  UpstreamHealth,
   UsageReport,
+  UsageSeries,
 } from './admin.ts';
 import { EvaluationData } from './answer.ts';
 import { ErrorEnvelope, successEnvelope } from './envelope.ts';
@@ -39,6 +41,8 @@ const envelopes = {
   CachePurgedEnvelope: successEnvelope(CachePurged),
   CreateTokenBody,
   CreatedTokenEnvelope: successEnvelope(CreatedToken),
+  UsageSeriesEnvelope: successEnvelope(UsageSeries),
+  UpstreamHealthEnvelope: successEnvelope(UpstreamHealth),
   HealthEnvelope: successEnvelope(z.strictObject({ status: z.string() })),
 };
 for (const [id, schema] of Object.entries(envelopes)) z.globalRegistry.add(schema, { id });
@@ -427,6 +431,39 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
             '200': ok('UsageReportEnvelope'),
             ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
           },
+        },
+      },
+      '/admin/usage/series': {
+        get: {
+          operationId: 'usageSeries',
+          tags: ['Admin'],
+          summary:
+            'Usage summed per minute, hour or day (the console’s charts); every step present, oldest first',
+          security: admin,
+          parameters: [
+            { name: 'keyId', in: 'query', required: false, schema: { type: 'string' } },
+            { name: 'from', in: 'query', required: true, schema: { type: 'string', format: 'date-time' } },
+            { name: 'to', in: 'query', required: false, schema: { type: 'string', format: 'date-time' } },
+            {
+              name: 'step',
+              in: 'query',
+              required: true,
+              schema: { type: 'string', enum: ['minute', 'hour', 'day'] },
+            },
+          ],
+          responses: {
+            '200': ok('UsageSeriesEnvelope'),
+            ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
+          },
+        },
+      },
+      '/admin/upstreams': {
+        get: {
+          operationId: 'upstreamHealth',
+          tags: ['Admin'],
+          summary: "Each upstream's circuit state, calls and failures since start, and the routes",
+          security: admin,
+          responses: { '200': ok('UpstreamHealthEnvelope'), ...errorResponses(AUTH_ERRORS) },
         },
       },
       '/admin/cache': {

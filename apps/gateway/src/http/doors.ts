@@ -5,7 +5,7 @@ import type { DoorOutcome } from './door-outcome.ts';
 import { errorBody, retryAfterSeconds } from './envelope.ts';
 
 /** The doors of SPEC §§1, 6, 9, 10, 11: each a plugin that owns its wire format. */
-export type DoorName = 'rest' | 'native' | 'trpc' | 'admin' | 'operations';
+export type DoorName = 'rest' | 'native' | 'trpc' | 'admin' | 'operations' | 'console';
 
 /** How a door writes a failure: its body and the headers that belong to its format. */
 export interface DoorShape {
@@ -27,6 +27,7 @@ export const DOORS: Record<DoorName, DoorShape> = {
   rest: envelope,
   admin: envelope,
   operations: envelope,
+  console: envelope,
   // SPEC §11: `{"detail": …}`, `retry-after-ms` beside `retry-after`, the SDKs' request id header.
   native: {
     failure: (f, requestId) => ({

@@ -18,6 +18,7 @@ import { routeEvents, type UpstreamStats, upstreamHealth } from '../upstreams/ro
 import { UPSTREAM_DEFAULTS } from '../upstreams/upstream-config.ts';
 import { adminDoor } from './admin-routes.ts';
 import { createConnections, newRequestId } from './connections.ts';
+import { consoleDoor } from './console-door.ts';
 import type { DoorOutcome, EvaluationReport } from './door-outcome.ts';
 import { door, doorOf, notFound, sendFailure } from './doors.ts';
 import { nativeDoor, restDoor } from './evaluation-routes.ts';
@@ -52,6 +53,8 @@ export interface GatewayOptions {
   corsOrigins?: readonly string[];
   /** Calls and failures per upstream, fed by the routes' events (`GET /admin/upstreams`). */
   upstreamStats?: UpstreamStats;
+  /** The console's built files (default: apps/console/dist); served with ADMIN_TOKEN only. */
+  consoleRoot?: string;
 }
 
 export interface Gateway {
@@ -214,6 +217,11 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.register(trpcDoor, { ...doorOptions, prefix: '/trpc' });
   app.register(nativeDoor, { ...doorOptions, prefix: '/native' });
   if (options.adminToken !== undefined) {
+    app.register(consoleDoor, {
+      prefix: '/console',
+      methodsFor: routes.methodsFor,
+      ...(options.consoleRoot !== undefined && { root: options.consoleRoot }),
+    });
     app.register(adminDoor, {
       adminToken: options.adminToken,
       keys: createKeyService(options.store, clock, [...routeTable.keys()]),

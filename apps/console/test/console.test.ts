@@ -1,0 +1,188 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  buildGateway,
+  createLogger,
+  openSqliteStore,
+  pricingFromCredits,
+  type Store,
+} from '@decision-gateway/gateway';
+import { createLexicalUpstream } from '@decision-gateway/questions';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { build } from 'vite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const HERE = join(import.meta.dirname, '..');
+const SHOTS = join(HERE, 'test-results');
+const ADMIN_TOKEN = 'console-test-admin-token-0123456789';
+const REQUEST = {
+  model: 'vendor/model-1.13',
+  state: 'I was charged twice for my order. Please refund me.',
+  questions: { refund: { type: 'noul', instructions: 'Is this a refund request?' } },
+};
+
+describe('the console, in a real Chromium, by its accessible names', () => {
+  let browser: Browser;
+  let page: Page;
+  let url: string;
+  let store: Store;
+  const close: (() => Promise<unknown>)[] = [];
+
+  beforeAll(async () => {
+    await build({ root: HERE, logLevel: 'warn' });
+    const dir = mkdtempSync(join(tmpdir(), 'dg-console-'));
+    store = openSqliteStore(join(dir, 'gateway.db'));
+    const gateway = buildGateway({
+      store,
+      upstream: createLexicalUpstream(),
+      logger: createLogger('silent'),
+      pricing: pricingFromCredits(1, 0),
+      rateLimitPerMinute: 0,
+      upstreamTimeoutMs: 10_000,
+      adminToken: ADMIN_TOKEN,
+      consoleRoot: join(HERE, 'dist'),
+    });
+    url = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+    close.push(async () => {
+      await gateway.app.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+    if (!existsSync(executablePath))
+      throw new Error(`no Chromium at ${executablePath}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+    browser = await chromium.launch({
+      executablePath,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--no-first-run',
+      ],
+    });
+    page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    mkdirSync(SHOTS, { recursive: true });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    for (const done of close.reverse()) await done();
+  });
+
+  it('signs in by keyboard alone, keeping the token in sessionStorage only', async () => {
+    await page.goto(`${url}/console`);
+    // React renders after the load event: wait for the field, then use the keyboard alone.
+    await page.getByLabel('Admin token').waitFor();
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('not-the-token-0000000000');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('not valid');
+    await page.getByLabel('Admin token').fill('');
+    await page.getByLabel('Admin token').focus();
+    await page.keyboard.type(ADMIN_TOKEN);
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter'); // the Sign in button
+    await page.getByRole('heading', { name: 'Keys' }).waitFor();
+    const kept = await page.evaluate(() => ({
+      session: sessionStorage.getItem('dg-admin-token'),
+      cookie: document.cookie,
+      local: localStorage.length,
+      href: location.href,
+    }));
+    expect(kept).toEqual({ session: ADMIN_TOKEN, cookie: '', local: 0, href: `${url}/console` });
+  });
+
+  it('creates a key, shows its plain key once, and lists it', async () => {
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByLabel('Name').fill('web-backend');
+    await page.getByLabel('Credits').fill('50');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    const shown = await page.getByLabel('New key').textContent();
+    expect(shown).toMatch(/^dg_[A-Za-z0-9_-]{43}$/);
+    const table = page.getByRole('table').first();
+    for (const header of ['Name', 'Prefix', 'Credits', 'Last used'])
+      await expect.poll(() => table.getByRole('columnheader', { name: header }).count()).toBe(1);
+    await page.getByRole('link', { name: 'web-backend' }).waitFor();
+    // Real traffic for the charts: three answers and one refusal.
+    for (let i = 0; i < 3; i++) {
+      const ok = await fetch(`${url}/v1/systemone`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${shown}`, 'content-type': 'application/json' },
+        body: JSON.stringify(REQUEST),
+      });
+      expect(ok.status).toBe(200);
+    }
+    await fetch(`${url}/v1/systemone`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${shown}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...REQUEST, state: null }),
+    });
+  });
+
+  it('shows the upstreams with their circuit state', async () => {
+    await page.reload();
+    await page.getByRole('heading', { name: 'Upstreams' }).waitFor();
+    const row = page.getByRole('row', { name: /lexical/ });
+    await expect.poll(() => row.textContent()).toContain('closed');
+  });
+
+  it('asks a decision in the playground with a token it mints, and charts each answer', async () => {
+    await page.getByRole('heading', { name: 'Playground' }).waitFor();
+    await page.getByLabel('Key', { exact: true }).selectOption({ label: 'web-backend' });
+    await page.getByRole('button', { name: 'Ask' }).click();
+    const chart = page.getByRole('img', { name: 'Probabilities of team' });
+    await chart.waitFor();
+    await expect.poll(() => page.getByText(/x-dg-route default · x-dg-upstream lexical/).count()).toBe(1);
+    await page.screenshot({ path: join(SHOTS, 'console-overview.png'), fullPage: true });
+  });
+
+  it('charts a key’s usage, lists its recent requests, adds credits and revokes it after confirming', async () => {
+    await page.getByRole('link', { name: 'web-backend' }).click();
+    await page.getByRole('heading', { name: 'Usage' }).waitFor();
+    for (const name of ['Requests over time', 'Credits over time'])
+      await page.getByRole('img', { name }).waitFor();
+    // Three answers, one refusal and the playground's question, in the summary screen readers get.
+    await expect.poll(() => page.getByText(/Requests over time: 5 requests \(1 failed\)/).count()).toBe(1);
+    await expect.poll(() => page.getByRole('row', { name: /console playground/ }).count()).toBe(1);
+    await page.screenshot({ path: join(SHOTS, 'console-key.png'), fullPage: true });
+
+    const keyId = decodeURIComponent(page.url().split('#/keys/')[1] as string);
+    const before = (await store.getKey(keyId))?.creditsMicro as number;
+    await page.getByRole('button', { name: 'Add credits' }).click();
+    await page.getByLabel('Amount').fill('25');
+    await page.getByRole('button', { name: 'Add', exact: true }).click();
+    await expect.poll(async () => (await store.getKey(keyId))?.creditsMicro).toBe(before + 25_000_000);
+
+    await page.getByRole('button', { name: 'Revoke' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByRole('button', { name: 'Revoke' }).click();
+    await expect.poll(async () => (await store.getKey(keyId))?.revokedAt).not.toBeNull();
+    await expect.poll(() => page.getByText(/revoked \d{4}-/).count()).toBe(1);
+  });
+
+  it('shows an admin API error beside the control that caused it', async () => {
+    await page.getByRole('button', { name: 'Add credits' }).click();
+    await page.getByLabel('Amount').fill('-1000000');
+    await page.getByRole('button', { name: 'Add', exact: true }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('amount');
+  });
+
+  it('does not scroll sideways at 375 px', async () => {
+    await page.setViewportSize({ width: 375, height: 800 });
+    const keyPage = page.url();
+    for (const [target, heading] of [
+      [`${url}/console#/`, 'Playground'],
+      [keyPage, 'Usage'],
+    ] as const) {
+      // A fresh load at this width, measured once its content is there.
+      await page.goto(target);
+      await page.reload();
+      await page.getByRole('heading', { name: heading }).waitFor();
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      expect(width, target).toBeLessThanOrEqual(375);
+    }
+    await page.screenshot({ path: join(SHOTS, 'console-375.png'), fullPage: true });
+  });
+});
