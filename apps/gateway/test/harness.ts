@@ -51,6 +51,8 @@ export interface TestGatewayOptions {
   corsOrigins?: string[];
   /** The core's clock (key and token expiry, rate limits). */
   clock?: () => number;
+  /** The console's built files. */
+  consoleRoot?: string;
 }
 
 /** A real gateway on 127.0.0.1 with a fresh SQLite file, as `pnpm start` builds it. */
@@ -80,6 +82,7 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
     ...(options.cacheTtlSeconds !== undefined && { cacheTtlSeconds: options.cacheTtlSeconds }),
     ...(options.corsOrigins && { corsOrigins: options.corsOrigins }),
     ...(options.clock && { clock: options.clock }),
+    ...(options.consoleRoot && { consoleRoot: options.consoleRoot }),
     logger,
     pricing: pricingFromCredits(options.creditsPer1kInput ?? 1, 0),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
