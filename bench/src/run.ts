@@ -96,6 +96,16 @@ async function main() {
       ...gatewayEnv,
       UPSTREAM: 'lexical',
     });
+    // The decision cache: the same request again and again, so every request after the first is a
+    // hit (a rate-limit check and a usage record, no reservation, no upstream). Its own file and key.
+    const cacheKey = await createBenchKey(join(dir, 'cache.db'));
+    const cached = await started('gateway (cache hits)', 'apps/gateway/src/main.ts', {
+      ...gatewayEnv,
+      DATABASE_URL: `file:${join(dir, 'cache.db')}`,
+      UPSTREAM: 'systemone',
+      UPSTREAM_BASE_URL: upstream.url,
+      CACHE_TTL_SECONDS: '3600',
+    });
     // The multi-instance store: PostgreSQL with Redis rate limits (a limit high enough never to
     // refuse, so the Redis script runs on every request as in production).
     const pgKey = await createBenchKey(database.url);
@@ -138,6 +148,13 @@ async function main() {
       { name: 'gateway REST', server: gateway, url: `${gateway.url}/v1/systemone`, headers: auth, body },
       { name: 'gateway tRPC', server: gateway, url: trpcCall.url, headers: auth, body: trpcCall.body },
       { name: 'gateway lexical', server: lexical, url: `${lexical.url}/v1/systemone`, headers: auth, body },
+      {
+        name: 'gateway cache hits',
+        server: cached,
+        url: `${cached.url}/v1/systemone`,
+        headers: { authorization: `Bearer ${cacheKey}` },
+        body,
+      },
       {
         name: 'gateway PG+Redis',
         server: pgGateway,

@@ -210,6 +210,29 @@ routes:
     expect(plain.status).toBe(200);
   });
 
+  it('keeps the ledger exact under 50 concurrent requests that fall back and escalate', async () => {
+    const { id, key } = await gw.createKey({ credits: 1000 });
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        post(gw.url, '/v1/systemone', sampleRequest(), {
+          ...bearer(key),
+          'x-dg-route': i % 2 ? 'fallback' : 'default',
+        }),
+      ),
+    );
+    expect(responses.every((r) => r.status === 200)).toBe(true);
+    const upstreams = new Set(responses.map((r) => r.headers.get('x-dg-upstream')));
+    expect(upstreams).toEqual(new Set(['local+hosted', 'hosted']));
+    const charged = responses.reduce((sum, r) => sum + Math.round(r.body.data.creditsUsed * 1e6), 0);
+    // 25 escalated at 0.512 and 25 fallbacks at 0.1: only answers are billed.
+    expect(charged).toBe(25 * 512_000 + 25 * 100_000);
+    expect(await gw.store.ledgerBalance(id)).toBe(1000 * 1e6 - charged);
+    const balance = await gw.keys.get(id);
+    expect(balance.ok && Math.round((balance.value.credits as number) * 1e6)).toBe(1000 * 1e6 - charged);
+    const usage = await gw.keys.usage(id, 100);
+    expect(usage.ok && usage.value.totals.requests).toBe(50);
+  });
+
   it('takes the key’s route unless the header names another', async () => {
     const created = await gw.keys.create({ name: 'cheap', credits: 10, route: 'cheap' });
     if (!created.ok) throw new Error(created.error.message);
