@@ -200,6 +200,33 @@ describe('retries for 429 and 503', () => {
   });
 });
 
+describe('a fetch that fails', () => {
+  it('names CORS as the likely cause in a browser instead of claiming the gateway is down', async () => {
+    const g = globalThis as { location?: unknown };
+    g.location = { origin: 'https://app.example.com' };
+    try {
+      const client = createGatewayClient({
+        url: 'http://127.0.0.1:9',
+        token: 'dgt_t',
+        // What a browser's fetch does when CORS withholds an answer.
+        fetch: async () => {
+          throw new TypeError('Failed to fetch');
+        },
+      });
+      const error = await client
+        .evaluate({ state: 's', questions: { q: noul('yes?') } })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(GatewayNetworkError);
+      const message = (error as Error).message;
+      expect(message).toContain('CORS');
+      expect(message).toContain('https://app.example.com');
+      expect(message).not.toContain('could not reach');
+    } finally {
+      delete g.location;
+    }
+  });
+});
+
 describe('browser guard', () => {
   it('refuses an API key in a browser-like environment unless dangerouslyAllowBrowser is set', () => {
     const g = globalThis as { window?: unknown };
