@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { Origin } from '@decision-gateway/contract';
 import { z } from 'zod';
 import { type GatewaySetup, loadGatewayFile, singleUpstreamSetup } from './gateway-config.ts';
 import { UPSTREAM_DEFAULTS, UpstreamConfig } from './upstreams/upstream-config.ts';
@@ -88,21 +89,7 @@ export const ConfigSchema = z
           .map((origin) => origin.trim())
           .filter(Boolean),
       )
-      .pipe(
-        z.array(
-          z.string().refine(
-            (origin) => {
-              try {
-                const url = new URL(origin);
-                return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === origin;
-              } catch {
-                return false;
-              }
-            },
-            { error: 'must list exact origins (https://app.example.com), comma-separated, no paths' },
-          ),
-        ),
-      )
+      .pipe(z.array(Origin))
       .optional()
       .transform((origins) => origins ?? []),
     CACHE_SCOPE: z.enum(['key', 'global'], { error: 'must be key or global' }).default('key'),

@@ -139,7 +139,7 @@ export const CachePurged = z
 export type CachePurged = z.infer<typeof CachePurged>;
 
 /** An exact browser origin: `scheme://host[:port]`, no path (what a browser sends as `Origin`). */
-const Origin = z.string().refine(
+export const Origin = z.string().refine(
   (value) => {
     try {
       const url = new URL(value);

@@ -1,12 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  type CreatedToken,
-  type CreateTokenBody,
-  failure,
-  type GatewayFailure,
-} from '@decision-gateway/contract';
+import type { CreatedToken, CreateTokenBody, GatewayFailure } from '@decision-gateway/contract';
 import { toMicro } from '../core/credits.ts';
 import type { Store } from '../store/store.ts';
+import { unknownRouteField } from '../upstreams/route-names.ts';
 
 /** Browser tokens are `dgt_…`, so one glance (and `authenticate`) tells them from API keys. */
 export const TOKEN_PREFIX = 'dgt_';
@@ -24,13 +20,8 @@ export function createTokenService(store: Store, clock: () => number, routeNames
   return {
     async mint(keyId: string, body: CreateTokenBody): Promise<MintResult> {
       const route = body.route ?? null;
-      if (route !== null && !routeNames.includes(route)) {
-        const message = `no route named "${route.slice(0, 64)}"; the routes are: ${[...routeNames].sort().join(', ')}`;
-        return {
-          ok: false,
-          error: failure('invalid_request', `route: ${message}`, { issues: [{ path: ['route'], message }] }),
-        };
-      }
+      const unknown = unknownRouteField(route, routeNames);
+      if (unknown) return { ok: false, error: unknown };
       const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
       const now = clock();
       const expiresAt = now + (body.ttlSeconds ?? DEFAULT_TTL_SECONDS) * 1000;

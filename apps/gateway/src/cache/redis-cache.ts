@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { createFailFastRedis } from '../redis-client.ts';
 import type { CachedDecision, DecisionCache } from './decision-cache.ts';
 
 export interface RedisCacheOptions {
@@ -14,15 +14,7 @@ export interface RedisCacheOptions {
  * them without scanning. Any Redis failure is a miss, never a failed request.
  */
 export function createRedisCache(options: RedisCacheOptions): DecisionCache & { connect(): Promise<void> } {
-  const redis = new Redis(options.url, {
-    // Fail fast while disconnected instead of queueing requests behind a reconnect.
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: 500,
-    lazyConnect: true,
-  });
-  // Connection errors surface through the commands that fail; the client reconnects by itself.
-  redis.on('error', () => {});
+  const redis = createFailFastRedis(options.url);
   const entryKey = (hash: string) => `${options.keyPrefix}cache:${hash}`;
   const ownerKey = (owner: string) => `${options.keyPrefix}cache-owner:${owner}`;
   const failed = (error: unknown) => options.onUnavailable(error as Error);

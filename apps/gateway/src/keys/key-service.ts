@@ -15,6 +15,7 @@ import {
 import { generateApiKey } from '../auth/api-keys.ts';
 import { fromMicro, toMicro } from '../core/credits.ts';
 import type { KeyCursor, KeyRecord, Store } from '../store/store.ts';
+import { unknownRouteField } from '../upstreams/route-names.ts';
 import { fillSeries, seriesTooLong } from './usage-series.ts';
 
 export type KeyResult<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
@@ -69,13 +70,8 @@ export function createKeyService(
     async create(body: CreateKeyBody): Promise<KeyResult<CreatedKey>> {
       const now = clock();
       const route = body.route ?? null;
-      if (route !== null && !routeNames.includes(route)) {
-        const message = `no route named "${route.slice(0, 64)}"; the routes are: ${[...routeNames].sort().join(', ')}`;
-        return {
-          ok: false,
-          error: failure('invalid_request', `route: ${message}`, { issues: [{ path: ['route'], message }] }),
-        };
-      }
+      const unknown = unknownRouteField(route, routeNames);
+      if (unknown) return { ok: false, error: unknown };
       const expiresAt = body.expiresAt === undefined ? null : Date.parse(body.expiresAt);
       if (expiresAt !== null && expiresAt <= now) {
         const issues = [{ path: ['expiresAt'], message: 'must be in the future' }];

@@ -1,4 +1,5 @@
-import { Redis, type Result } from 'ioredis';
+import type { Result } from 'ioredis';
+import { createFailFastRedis } from '../redis-client.ts';
 import type { RateDecision, RateLimiter } from './rate-limiter.ts';
 
 /**
@@ -63,15 +64,7 @@ declare module 'ioredis' {
  * down would turn a Redis outage into a full gateway outage; credits stay exact either way.
  */
 export function createRedisRateLimiter(options: RedisRateLimiterOptions): SharedRateLimiter {
-  const redis = new Redis(options.url, {
-    // Fail fast while disconnected instead of queueing requests behind a reconnect.
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: 500,
-    lazyConnect: true,
-  });
-  // Connection errors surface through the commands that fail; the client reconnects by itself.
-  redis.on('error', () => {});
+  const redis = createFailFastRedis(options.url);
   redis.defineCommand('dgTake', { numberOfKeys: 1, lua: TAKE });
 
   return {

@@ -141,73 +141,16 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
   },
   {
     version: 3,
-    name: 'routes, upstreams and the decision cache on keys and usage records',
-    // The usage-writing functions gain the new columns; the old signatures go, so no caller can
-    // write a record without them.
+    name: 'routes, the decision cache and browser tokens on keys, reservations and usage records',
+    // A token belongs to one key, whose row reserve and settle lock first: its cap is checked and
+    // charged under that lock, so it is exact under any concurrency and across instances. The
+    // usage-writing functions gain the new columns; the old signatures go, so no caller can write
+    // a record without them.
     sql: `
       ALTER TABLE api_keys ADD COLUMN route text;
       ALTER TABLE usage_records ADD COLUMN route text, ADD COLUMN upstream text,
         ADD COLUMN cached boolean NOT NULL DEFAULT false;
 
-      DROP FUNCTION dg_settle(bigint, text, text, bigint, bigint, integer, integer, integer, integer, integer, bigint);
-      DROP FUNCTION dg_release(bigint, text, text, integer, integer, integer, integer, integer, bigint);
-
-      CREATE FUNCTION dg_settle(
-        p_reservation bigint, p_request text, p_key text, p_cost bigint, p_stale_before bigint,
-        p_input integer, p_output integer, p_questions integer, p_status integer, p_elapsed integer, p_at bigint,
-        p_route text, p_upstream text, p_cached boolean)
-      RETURNS bigint
-      LANGUAGE plpgsql VOLATILE AS $fn$
-      DECLARE
-        v_credits bigint;
-        v_held bigint;
-        v_debit bigint := p_cost;
-      BEGIN
-        SELECT k.credits_micro INTO v_credits FROM api_keys k WHERE k.id = p_key FOR UPDATE;
-        IF p_reservation IS NOT NULL THEN
-          DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request;
-        END IF;
-        IF v_credits IS NOT NULL THEN
-          SELECT COALESCE(SUM(r.amount_micro), 0) INTO v_held FROM reservations r
-          WHERE r.key_id = p_key AND r.created_at >= p_stale_before;
-          v_debit := LEAST(p_cost, GREATEST(0, v_credits - v_held));
-          UPDATE api_keys SET credits_micro = credits_micro - v_debit, last_used_at = p_at WHERE id = p_key;
-        ELSE
-          UPDATE api_keys SET last_used_at = p_at WHERE id = p_key;
-        END IF;
-        INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status,
-                                   elapsed_ms, at, route, upstream, cached)
-        VALUES (p_request, p_key, v_debit, p_input, p_output, p_questions, p_status, p_elapsed, p_at,
-                p_route, p_upstream, p_cached);
-        RETURN v_debit;
-      END
-      $fn$;
-
-      CREATE FUNCTION dg_release(
-        p_reservation bigint, p_request text, p_key text,
-        p_input integer, p_output integer, p_questions integer, p_status integer, p_elapsed integer, p_at bigint,
-        p_route text, p_upstream text, p_cached boolean)
-      RETURNS void
-      LANGUAGE plpgsql VOLATILE AS $fn$
-      BEGIN
-        IF p_reservation IS NOT NULL THEN
-          DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request;
-        END IF;
-        INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status,
-                                   elapsed_ms, at, route, upstream, cached)
-        VALUES (p_request, p_key, 0, p_input, p_output, p_questions, p_status, p_elapsed, p_at,
-                p_route, p_upstream, p_cached);
-        UPDATE api_keys SET last_used_at = p_at WHERE id = p_key;
-      END
-      $fn$;
-    `,
-  },
-  {
-    version: 4,
-    name: 'short-lived browser tokens, their caps in reserve and settle',
-    // A token belongs to one key, whose row reserve and settle lock first: its cap is checked and
-    // charged under that lock, so it is exact under any concurrency and across instances.
-    sql: `
       CREATE TABLE tokens (
         id text PRIMARY KEY,
         key_id text NOT NULL REFERENCES api_keys(id),
@@ -226,8 +169,8 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
       CREATE INDEX usage_records_token ON usage_records (token_id) WHERE token_id IS NOT NULL;
 
       DROP FUNCTION dg_reserve(text, text, bigint, bigint, bigint);
-      DROP FUNCTION dg_settle(bigint, text, text, bigint, bigint, integer, integer, integer, integer, integer, bigint, text, text, boolean);
-      DROP FUNCTION dg_release(bigint, text, text, integer, integer, integer, integer, integer, bigint, text, text, boolean);
+      DROP FUNCTION dg_settle(bigint, text, text, bigint, bigint, integer, integer, integer, integer, integer, bigint);
+      DROP FUNCTION dg_release(bigint, text, text, integer, integer, integer, integer, integer, bigint);
 
       -- What a capped token can still spend beside its live reservations; NULL when uncapped.
       CREATE FUNCTION dg_token_left(p_token text, p_stale_before bigint) RETURNS bigint

@@ -62,18 +62,12 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
   },
   {
     version: 3,
-    name: 'routes, upstreams and the decision cache on keys and usage records',
+    name: 'routes, the decision cache and browser tokens on keys, reservations and usage records',
     sql: `
       ALTER TABLE api_keys ADD COLUMN route TEXT;
       ALTER TABLE usage_records ADD COLUMN route TEXT;
       ALTER TABLE usage_records ADD COLUMN upstream TEXT;
       ALTER TABLE usage_records ADD COLUMN cached INTEGER NOT NULL DEFAULT 0;
-    `,
-  },
-  {
-    version: 4,
-    name: 'short-lived browser tokens',
-    sql: `
       -- Only the hash of a token is stored. Its spend is the sum of its usage records, so its
       -- cap is exact the way a key's balance is.
       CREATE TABLE tokens (

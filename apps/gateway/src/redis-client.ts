@@ -1,0 +1,18 @@
+import { Redis } from 'ioredis';
+
+/**
+ * A Redis client for the request path (rate limits, the decision cache): it fails fast while
+ * disconnected instead of queueing requests behind a reconnect, and reconnects by itself. Connect
+ * it with `connect()`; until then, and while Redis is down, every command fails at once.
+ */
+export function createFailFastRedis(url: string): Redis {
+  const redis = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 500,
+    lazyConnect: true,
+  });
+  // Connection errors surface through the commands that fail.
+  redis.on('error', () => {});
+  return redis;
+}
