@@ -81,8 +81,11 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
           {(id) => (
             <input
               id={id}
-              type="password"
+              // A text field (SPEC §15), masked by CSS: a password input has no textbox role.
+              type="text"
+              className="secret"
               autoComplete="off"
+              spellCheck={false}
               value={token}
               onChange={(e) => setToken(e.target.value)}
             />

@@ -74,7 +74,7 @@ describe('the console, in a real Chromium, by its accessible names', () => {
   it('signs in by keyboard alone, keeping the token in sessionStorage only', async () => {
     await page.goto(`${url}/console`);
     // React renders after the load event: wait for the field, then use the keyboard alone.
-    await page.getByLabel('Admin token').waitFor();
+    await page.getByRole('textbox', { name: 'Admin token' }).waitFor();
     await page.keyboard.press('Tab');
     await page.keyboard.type('not-the-token-0000000000');
     await page.keyboard.press('Enter');
