@@ -13,12 +13,14 @@ export async function startExampleServer(options: {
   port: number;
   gatewayUrl: string;
   apiKey: string;
+  /** The built page (default: dist/ beside this file). */
+  dist?: string;
 }): Promise<{
   url: string;
   server: Server;
 }> {
   const gateway = createGatewayClient({ url: options.gatewayUrl, apiKey: options.apiKey });
-  const dist = join(import.meta.dirname, 'dist');
+  const dist = options.dist ?? join(import.meta.dirname, 'dist');
   let origin = '';
   const server = createServer(async (req, res) => {
     if (req.method === 'POST' && req.url === '/session-token') {

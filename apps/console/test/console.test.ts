@@ -30,8 +30,10 @@ describe('the console, in a real Chromium, by its accessible names', () => {
   const close: (() => Promise<unknown>)[] = [];
 
   beforeAll(async () => {
-    await build({ root: HERE, logLevel: 'warn' });
+    // Its own build folder: `pnpm start` (another test) may be rebuilding apps/console/dist meanwhile.
     const dir = mkdtempSync(join(tmpdir(), 'dg-console-'));
+    const dist = join(dir, 'dist');
+    await build({ root: HERE, logLevel: 'warn', build: { outDir: dist, emptyOutDir: true } });
     store = openSqliteStore(join(dir, 'gateway.db'));
     const gateway = buildGateway({
       store,
@@ -41,7 +43,7 @@ describe('the console, in a real Chromium, by its accessible names', () => {
       rateLimitPerMinute: 0,
       upstreamTimeoutMs: 10_000,
       adminToken: ADMIN_TOKEN,
-      consoleRoot: join(HERE, 'dist'),
+      consoleRoot: dist,
     });
     url = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
     close.push(async () => {

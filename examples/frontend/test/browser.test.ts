@@ -37,7 +37,10 @@ describe('a React page on another origin, in a real Chromium', () => {
   const close: (() => Promise<unknown>)[] = [];
 
   beforeAll(async () => {
-    await build({ root: HERE, logLevel: 'warn' });
+    // Its own build folder, so two runs at once never rebuild the page under each other.
+    const dist = mkdtempSync(join(tmpdir(), 'dg-frontend-dist-'));
+    close.push(async () => rmSync(dist, { recursive: true, force: true }));
+    await build({ root: HERE, logLevel: 'warn', build: { outDir: dist, emptyOutDir: true } });
     const pagePort = await freePort();
     const pageOrigin = `http://127.0.0.1:${pagePort}`;
 
@@ -68,7 +71,7 @@ describe('a React page on another origin, in a real Chromium', () => {
       rmSync(dir, { recursive: true, force: true });
     });
 
-    const site = await startExampleServer({ port: pagePort, gatewayUrl, apiKey });
+    const site = await startExampleServer({ port: pagePort, gatewayUrl, apiKey, dist });
     close.push(() => new Promise((resolve) => site.server.close(resolve)));
 
     const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
