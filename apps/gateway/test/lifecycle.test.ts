@@ -74,25 +74,29 @@ describe('graceful drain', () => {
       (request, bytes) => lexical.usageBound(request, bytes),
     );
     const gw = await startGateway({ upstream });
-    // One keep-alive connection opened before the drain: requests sent on it during the drain
-    // must be answered (SPEC §10), so the assertions below always run.
-    const connection = new Pool(gw.url, { connections: 1 });
+    // Keep-alive connections opened before the drain, one per request sent during it: each answer
+    // in a drain closes its connection (SPEC §10), so no request may need a new one.
+    const forReady = new Pool(gw.url, { connections: 1 });
+    const forLate = new Pool(gw.url, { connections: 1 });
     try {
       const { id, key } = await gw.createKey({ credits: 10 });
-      expect((await connection.request({ path: '/healthz', method: 'GET' })).statusCode).toBe(200);
+      for (const pool of [forReady, forLate])
+        expect((await pool.request({ path: '/healthz', method: 'GET' })).statusCode).toBe(200);
       const inFlight = post(gw.url, '/v1/systemone', sampleRequest(), bearer(key));
       await until(() => upstream.calls === 1);
       const draining = gw.gateway.drain();
 
-      const ready = await connection.request({ path: '/readyz', method: 'GET' });
+      const [ready, late] = await Promise.all([
+        forReady.request({ path: '/readyz', method: 'GET' }),
+        forLate.request({
+          path: '/v1/systemone',
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...bearer(key) },
+          body: JSON.stringify(sampleRequest()),
+        }),
+      ]);
       expect(ready.statusCode).toBe(503);
       expect(await ready.body.json()).toMatchObject({ code: 50300, error: { type: 'unavailable' } });
-      const late = await connection.request({
-        path: '/v1/systemone',
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...bearer(key) },
-        body: JSON.stringify(sampleRequest()),
-      });
       expect(late.statusCode).toBe(503);
       expect(late.headers.connection).toBe('close');
       expect(await late.body.json()).toMatchObject({ code: 50300, error: { type: 'unavailable' } });
@@ -105,7 +109,8 @@ describe('graceful drain', () => {
       expect(after.ok && after.value.credits).toBeCloseTo(10 - response.body.data.creditsUsed, 9);
     } finally {
       release();
-      await connection.destroy();
+      await forReady.destroy();
+      await forLate.destroy();
       await gw.close();
     }
   });

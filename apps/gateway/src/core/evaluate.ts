@@ -219,21 +219,12 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
 
     // The key's bucket for every request; a token's own bucket on top of it (SPEC §14).
     const limit = key.rateLimitPerMinute ?? deps.defaultRateLimitPerMinute;
-    const buckets: [string, number, string][] = limit > 0 ? [[key.id, limit, 'the key']] : [];
+    const overKey = limit > 0 ? await overLimit(key.id, limit, 'the key') : undefined;
+    if (overKey) return fail(call, key, overKey, log);
     const tokenLimit = key.token?.rateLimitPerMinute;
-    if (key.token && tokenLimit) buckets.push([`token:${key.token.id}`, tokenLimit, 'the token']);
-    for (const [bucket, perMinute, whose] of buckets) {
-      const decision = await deps.rateLimiter.take(bucket, perMinute, clock());
-      if (!decision.ok) {
-        const message = `${whose} is over its rate limit of ${perMinute} requests per minute`;
-        return fail(
-          call,
-          key,
-          failure('rate_limited', message, { retryAfterMs: decision.retryAfterMs }),
-          log,
-        );
-      }
-    }
+    const overToken =
+      key.token && tokenLimit ? await overLimit(`token:${key.token.id}`, tokenLimit, 'the token') : undefined;
+    if (overToken) return fail(call, key, overToken, log);
 
     const body = await readBody(call.body);
     if (!body.ok) return fail(call, key, body.error, log);
@@ -246,7 +237,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     if (route === undefined) return fail(call, key, unknownRoute(routeName, deps.routes), log);
     log.route = routeName;
     const cache = route.spec.cacheTtlSeconds > 0 ? deps.cache : undefined;
-    const directive = cacheDirective(call.cacheControl);
+    const directive = cache ? cacheDirective(call.cacheControl) : undefined;
     if (cache) log.cache = directive === undefined ? 'miss' : 'bypass';
     if (!parsed.ok) return fail(call, key, parsed.error, log);
     const request = parsed.value;
@@ -292,6 +283,18 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
         leaders.delete(cacheKey.hash);
       }
     }
+  }
+
+  /** 429 when `bucket` has no token left for this request, else undefined. */
+  async function overLimit(
+    bucket: string,
+    perMinute: number,
+    whose: string,
+  ): Promise<GatewayFailure | undefined> {
+    const decision = await deps.rateLimiter.take(bucket, perMinute, clock());
+    if (decision.ok) return undefined;
+    const message = `${whose} is over its rate limit of ${perMinute} requests per minute`;
+    return failure('rate_limited', message, { retryAfterMs: decision.retryAfterMs });
   }
 
   /** A decision from the cache (or an identical request's): nothing spent, a usage record all the same. */
