@@ -52,6 +52,8 @@ export const ConfigSchema = z
       .optional(),
     /** PostgreSQL: connections in each instance's pool. */
     DATABASE_POOL_SIZE: integer(10, 1, 1000),
+    /** The deadline of every store call (SPEC §10); past it the request gets 503. */
+    STORE_TIMEOUT_MS: integer(2_000, 1, 600_000),
     REDIS_URL: z
       .string()
       .regex(/^rediss?:\/\//, { error: 'must be redis://… or rediss://…' })
@@ -111,7 +113,7 @@ export const ConfigSchema = z
   .transform((env) => ({
     port: env.PORT,
     host: env.HOST,
-    database: databaseOf(env.DATABASE_URL, env.DATABASE_POOL_SIZE),
+    database: databaseOf(env.DATABASE_URL, env.DATABASE_POOL_SIZE, env.STORE_TIMEOUT_MS),
     /** The embedded default (no DATABASE_URL): where the bootstrap key is made on first start. */
     embeddedDatabase: env.DATABASE_URL === undefined,
     redis: env.REDIS_URL === undefined ? undefined : { url: env.REDIS_URL, keyPrefix: env.REDIS_KEY_PREFIX },
@@ -165,10 +167,10 @@ function upstreamFromEnv(env: {
 }
 
 /** Where keys, credits and usage live: a SQLite file (relative to the working directory) or PostgreSQL. */
-function databaseOf(url: string | undefined, poolSize: number) {
-  if (url === undefined) return { kind: 'sqlite', path: './data/gateway.db' } as const;
-  if (url.startsWith('file:')) return { kind: 'sqlite', path: url.slice('file:'.length) } as const;
-  return { kind: 'postgres', url, poolSize } as const;
+function databaseOf(url: string | undefined, poolSize: number, timeoutMs: number) {
+  if (url === undefined) return { kind: 'sqlite', path: './data/gateway.db', timeoutMs } as const;
+  if (url.startsWith('file:')) return { kind: 'sqlite', path: url.slice('file:'.length), timeoutMs } as const;
+  return { kind: 'postgres', url, poolSize, timeoutMs } as const;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };

@@ -112,6 +112,7 @@ const gateway = buildGateway({
   adminToken: config.adminToken,
   metrics,
   requestTimeoutMs: config.requestTimeoutMs,
+  storeTimeoutMs: config.database.timeoutMs,
   shutdownTimeoutMs: config.shutdownTimeoutMs,
   ...(rateLimiter && { rateLimiter }),
 });

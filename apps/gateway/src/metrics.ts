@@ -109,6 +109,18 @@ export function createMetrics() {
       help: 'Requests refused by the per-key rate limit',
       registers: [registry],
     }),
+    debitCapped: new Counter({
+      name: 'dg_debit_capped_total',
+      help: 'Requests whose upstream reported more usage than was reserved: charged the reservation (SPEC §7)',
+      labelNames: ['route'] as const,
+      registers: [registry],
+    }),
+    debitCappedMicroCredits: new Counter({
+      name: 'dg_debit_capped_micro_credits_total',
+      help: 'Micro-credits of reported usage beyond the reservation, not charged',
+      labelNames: ['route'] as const,
+      registers: [registry],
+    }),
     rateLimitUnavailable: new Counter({
       name: 'dg_rate_limit_unavailable_total',
       help: "Requests let through unlimited because the rate limiter's Redis could not be asked (fail open)",

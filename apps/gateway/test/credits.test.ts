@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { MICRO } from '../src/core/credits.ts';
-import { bearer, post, sampleRequest, scriptedUpstream, startGateway, type TestGateway } from './harness.ts';
+import {
+  bearer,
+  get,
+  post,
+  sampleRequest,
+  scriptedUpstream,
+  startGateway,
+  type TestGateway,
+} from './harness.ts';
 
 /** SPEC §7's invariants for one key, checked against the store. */
 async function expectInvariants(gw: TestGateway, keyId: string, granted: number, creditsUsed: number[]) {
@@ -92,7 +100,7 @@ describe('credits under concurrency', () => {
     }
   });
 
-  it('caps the debit at what the key can still cover and reports the debit', async () => {
+  it('charges an upstream reporting more usage than was reserved the reservation, and counts the excess', async () => {
     const upstream = scriptedUpstream(
       async ({ request }) => ({
         ok: true,
@@ -113,8 +121,13 @@ describe('credits under concurrency', () => {
         bearer(key),
       );
       expect(response.status).toBe(200);
-      expect(response.body.data.creditsUsed).toBe(2);
-      await expectInvariants(gw, id, 2, [2]);
+      // The reservation was 10 tokens' worth: 0.01 credits, not the 1,000 reported (SPEC §7).
+      expect(response.body.data.creditsUsed).toBe(0.01);
+      await expectInvariants(gw, id, 2, [0.01]);
+      const metrics = { text: await (await fetch(`${gw.url}/metrics`)).text() };
+      expect(metrics.text).toMatch(/dg_debit_capped_total\{route="default"\} 1\b/);
+      expect(metrics.text).toMatch(/dg_debit_capped_micro_credits_total\{route="default"\} 999990000\b/);
+      expect(gw.logs.some((line) => line.includes('more usage than was reserved'))).toBe(true);
     } finally {
       await gw.close();
     }

@@ -280,17 +280,20 @@ describe('GET /metrics', () => {
 
 describe('x-gateway-overhead-ms and the request log', () => {
   it('reports the gateway time without the upstream call, and logs one line with every field', async () => {
-    const upstream = scriptedUpstream(async ({ request }) => {
-      await sleep(300);
-      return {
-        ok: true,
-        answers: Object.fromEntries(
-          Object.keys(request.questions).map((id) => [id, { type: 'noul', noul: 0.25 }]),
-        ),
-        usage: { input_tokens: 1500, output_tokens: 3 },
-        upstreamRequestId: 'up_1',
-      };
-    });
+    const upstream = scriptedUpstream(
+      async ({ request }) => {
+        await sleep(300);
+        return {
+          ok: true,
+          answers: Object.fromEntries(
+            Object.keys(request.questions).map((id) => [id, { type: 'noul', noul: 0.25 }]),
+          ),
+          usage: { input_tokens: 1500, output_tokens: 3 },
+          upstreamRequestId: 'up_1',
+        };
+      },
+      () => ({ input_tokens: 2000, output_tokens: 3 }),
+    );
     const gw = await startGateway({ upstream });
     try {
       const { key } = await gw.createKey();

@@ -122,8 +122,11 @@ describe('POST /v1/systemone success', () => {
         expect(ready.body.message).toContain('was removed');
       }
       expect(own.logs.filter((line) => line.includes('"not ready"'))).toHaveLength(1);
-      // An evaluation can no longer be recorded, so it is not served.
-      expect((await post(own.url, '/v1/systemone', sampleRequest(), bearer(key))).status).toBe(500);
+      // An evaluation can no longer be recorded, so it is not served: storage trouble, never a 500.
+      const refused = await post(own.url, '/v1/systemone', sampleRequest(), bearer(key));
+      expect(refused.status).toBe(503);
+      expect(refused.body).toMatchObject({ code: 50300, error: { type: 'unavailable' } });
+      expect(refused.headers.get('retry-after')).toBe('1');
     } finally {
       await own.close();
     }

@@ -124,7 +124,10 @@ function checkScore(question: ScoreQuestion, raw: Record<string, unknown>): Chec
   };
 }
 
-/** Usage an upstream reports: both counts present, non-negative integers (else it can't be billed). */
+/** The largest token count an upstream may report (SPEC §7): a 32-bit signed integer. */
+export const MAX_TOKEN_COUNT = 2 ** 31 - 1;
+
+/** Usage an upstream reports: both counts present, integers from 0 to 2³¹−1 (else it can't be billed). */
 export function checkUsage(raw: unknown): Checked<Usage> {
   if (!isPlainObject(raw)) return fail('usage: missing or not an object');
   const { input_tokens, output_tokens } = raw;
@@ -132,8 +135,8 @@ export function checkUsage(raw: unknown): Checked<Usage> {
     ['input_tokens', input_tokens],
     ['output_tokens', output_tokens],
   ] as const) {
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-      return fail(`usage.${name}: ${JSON.stringify(value)} is not a non-negative integer`);
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_TOKEN_COUNT) {
+      return fail(`usage.${name}: ${JSON.stringify(value)} is not an integer from 0 to ${MAX_TOKEN_COUNT}`);
     }
   }
   return {

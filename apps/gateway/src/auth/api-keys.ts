@@ -30,10 +30,13 @@ export type KeyCheck =
   | { ok: false; code: 'missing_api_key' }
   | { ok: false; code: 'invalid_api_key'; reason: 'unknown' | 'revoked' | 'expired' };
 
-/** Authenticate an `Authorization` header against the store (SPEC §5) on every request: the
- * store answers as the key stands now, so a revoked or expired key is refused on the next request
- * on every instance. */
-export async function verifyApiKey(store: Store, header: string | undefined, now: number): Promise<KeyCheck> {
+/** Authenticate an `Authorization` header against the store (SPEC §5): the store answers as the
+ * key stands now (or, through `authenticate`'s cache, as it stood, confirmed later by the caller). */
+export async function verifyApiKey(
+  store: Pick<Store, 'findKeyByHash'>,
+  header: string | undefined,
+  now: number,
+): Promise<KeyCheck> {
   const token = bearerToken(header);
   if (token === undefined) return { ok: false, code: 'missing_api_key' };
   const key = await store.findKeyByHash(hashApiKey(token));
@@ -49,6 +52,16 @@ const INVALID_KEY_MESSAGES = {
   revoked: 'the API key has been revoked',
   expired: 'the API key has expired',
 } as const;
+
+/** The 40101 for a key the reservation found revoked or expired (SPEC §5), worded as authentication words it. */
+export function refusedKeyFailure(
+  reason: 'unknown' | 'revoked' | 'expired' | 'token_expired',
+): GatewayFailure {
+  return failure(
+    'invalid_api_key',
+    reason === 'token_expired' ? 'the token has expired' : INVALID_KEY_MESSAGES[reason],
+  );
+}
 
 /** The gateway error for a refused key: 40100 without one, 40101 saying why (never echoing it). */
 export function keyCheckFailure(check: Exclude<KeyCheck, { ok: true }>): GatewayFailure {

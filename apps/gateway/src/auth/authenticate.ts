@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
+import { LRUCache } from 'lru-cache';
 import type { KeyAuth, Store, TokenAuth } from '../store/store.ts';
 import { bearerToken, keyCheckFailure, verifyApiKey } from './api-keys.ts';
 import { TOKEN_PREFIX } from './tokens.ts';
@@ -9,12 +10,25 @@ export type Principal =
   | { kind: 'key'; key: KeyAuth }
   | { kind: 'token'; key: KeyAuth; token: TokenAuth['token'] };
 
-export type Authentication = { ok: true; principal: Principal } | { ok: false; failure: GatewayFailure };
+export type Authentication =
+  | {
+      ok: true;
+      principal: Principal;
+      /**
+       * The key (or token) was read from the cache of recently seen ones: it may have been revoked
+       * since. The caller confirms it before answering: the reservation re-checks it under the
+       * key's row lock, and any other answer asks again with `fresh` (SPEC §5).
+       */
+      fromCache: boolean;
+    }
+  | { ok: false; failure: GatewayFailure };
 
 /** What a request shows of itself: its `Authorization` header, and its `Origin` when a browser sent it. */
 export interface Credentials {
   authorization: string | undefined;
   origin: string | undefined;
+  /** May answer from the cache of recently seen keys and tokens (the evaluation core confirms). */
+  cached?: boolean;
 }
 
 /**
@@ -25,6 +39,9 @@ export interface Credentials {
  */
 export type Authenticate = (credentials: Credentials) => Promise<Authentication>;
 
+/** How many keys and tokens the cache holds, and for how long: memory's bound, not correctness'. */
+const CACHE = { max: 10_000, ttlMs: 60_000 } as const;
+
 const MINT_A_TOKEN =
   'an API key may not be used from a browser: mint a short-lived token on your server (POST /v1/tokens) and use that';
 
@@ -34,18 +51,42 @@ export function createAuthenticate(
   /** CORS_ORIGINS: the browser origins the gateway serves. */
   corsOrigins: readonly string[] = [],
 ): Authenticate {
-  return async ({ authorization, origin }) => {
+  // Keys and tokens as last read, by hash. Only what was found is kept (guessed keys must not grow
+  // memory); a fresh read replaces what is kept, so a refusal found anywhere is remembered here.
+  const seenKeys = new LRUCache<string, KeyAuth>({ max: CACHE.max, ttl: CACHE.ttlMs });
+  const seenTokens = new LRUCache<string, TokenAuth>({ max: CACHE.max, ttl: CACHE.ttlMs });
+  const remember = <T extends {}>(cache: LRUCache<string, T>, hash: string, value: T | undefined) => {
+    if (value === undefined) cache.delete(hash);
+    else cache.set(hash, value);
+    return value;
+  };
+
+  return async ({ authorization, origin, cached = false }) => {
     const bearer = bearerToken(authorization);
-    if (bearer?.startsWith(TOKEN_PREFIX)) return checkToken(bearer, origin);
-    const check = await verifyApiKey(store, authorization, clock());
+    if (bearer?.startsWith(TOKEN_PREFIX)) return checkToken(bearer, origin, cached);
+    let fromCache = false;
+    const keys = {
+      async findKeyByHash(hash: string) {
+        const hit = cached ? seenKeys.get(hash) : undefined;
+        fromCache = hit !== undefined;
+        return hit ?? remember(seenKeys, hash, await store.findKeyByHash(hash));
+      },
+    };
+    const check = await verifyApiKey(keys, authorization, clock());
     if (!check.ok) return { ok: false, failure: keyCheckFailure(check) };
     if (origin !== undefined && corsOrigins.includes(origin))
       return { ok: false, failure: failure('forbidden', MINT_A_TOKEN) };
-    return { ok: true, principal: { kind: 'key', key: check.key } };
+    return { ok: true, principal: { kind: 'key', key: check.key }, fromCache };
   };
 
-  async function checkToken(token: string, origin: string | undefined): Promise<Authentication> {
-    const found = await store.findTokenByHash(createHash('sha256').update(token).digest('hex'));
+  async function checkToken(
+    token: string,
+    origin: string | undefined,
+    cached: boolean,
+  ): Promise<Authentication> {
+    const hash = createHash('sha256').update(token).digest('hex');
+    const hit = cached ? seenTokens.get(hash) : undefined;
+    const found = hit ?? remember(seenTokens, hash, await store.findTokenByHash(hash));
     const refuse = (message: string): Authentication => ({
       ok: false,
       failure: failure('invalid_api_key', message),
@@ -63,6 +104,10 @@ export function createAuthenticate(
         ok: false,
         failure: failure('forbidden', `this token may not be used from the origin ${origin.slice(0, 200)}`),
       };
-    return { ok: true, principal: { kind: 'token', key: found.key, token: found.token } };
+    return {
+      ok: true,
+      principal: { kind: 'token', key: found.key, token: found.token },
+      fromCache: hit !== undefined,
+    };
   }
 }

@@ -11,7 +11,8 @@ import {
   type Usage,
 } from '@decision-gateway/contract';
 import type { Logger } from 'pino';
-import type { Authenticate } from '../auth/authenticate.ts';
+import { refusedKeyFailure } from '../auth/api-keys.ts';
+import type { Authenticate, Credentials } from '../auth/authenticate.ts';
 import {
   type CachedDecision,
   type CacheScope,
@@ -20,7 +21,13 @@ import {
   decisionKey,
 } from '../cache/decision-cache.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
-import type { KeyAuth, Store, TokenAuth, UsageEntry } from '../store/store.ts';
+import {
+  type KeyAuth,
+  type Store,
+  StoreUnavailableError,
+  type TokenAuth,
+  type UsageEntry,
+} from '../store/store.ts';
 import type { Route } from '../upstreams/route.ts';
 import { costMicro, fromMicro, type Pricing } from './credits.ts';
 import { isJsonMediaType } from './media-type.ts';
@@ -36,6 +43,10 @@ export interface EvaluationDeps {
   cacheScope?: CacheScope;
   /** Told of each cache outcome on a route with a cache, for metrics. */
   onCacheOutcome?(route: string, outcome: CacheOutcome): void;
+  /** Told when an upstream reported more usage than was reserved: the excess is not charged (SPEC §7). */
+  onDebitCapped?(route: string, excessMicro: number): void;
+  /** STORE_TIMEOUT_MS: the longest one store call takes before it fails (SPEC §10). */
+  storeTimeoutMs?: number;
   rateLimiter: RateLimiter;
   pricing: Pricing;
   /** Per-key default when a key has no limit of its own; 0 = off. */
@@ -116,11 +127,14 @@ export type EvaluationOutcome =
   | { ok: false; failure: GatewayFailure; meta: ResponseMeta; log: EvaluationLog };
 
 /**
- * A reservation lives from just before the route's first upstream call to just after its last,
- * so never longer than the longest route deadline. One older than that (and a second of slack)
- * was left by a crashed process: from then on it counts nowhere (SPEC §7).
+ * A reservation lives from its own store call through the route's upstream calls to the settle,
+ * each store call bounded by the store's deadline: never longer than the longest route deadline
+ * plus two store deadlines. One older than that (and a second of slack) was left by a crashed
+ * process: from then on it counts nowhere (SPEC §7). A store that stalls cannot make a live
+ * reservation look stale, since the calls around it end by their deadlines.
  */
-const staleAfterMs = (longestDeadlineMs: number) => longestDeadlineMs + 1_000;
+const staleAfterMs = (longestDeadlineMs: number, storeTimeoutMs: number) =>
+  longestDeadlineMs + 2 * storeTimeoutMs + 1_000;
 
 /**
  * The one evaluation path (SPEC §§1–8) both doors call: authenticate → rate limit → media type →
@@ -142,6 +156,8 @@ export interface Evaluator {
 /** Who pays for a request: its key, and the browser token it came with, if any (SPEC §14). */
 interface Payer extends KeyAuth {
   token: TokenAuth['token'] | null;
+  /** Read from authentication's cache and not yet confirmed against the store (SPEC §5). */
+  unconfirmed: boolean;
 }
 
 /** A request between its reservation and its settlement. */
@@ -163,7 +179,8 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
   const abandoned = (requestId: string) => flights.get(requestId)?.abandoned === true;
   /** Reservations created before this were left by a crashed process: they count nowhere (SPEC §7). */
   const longestDeadlineMs = Math.max(...[...deps.routes.values()].map((route) => route.spec.deadlineMs));
-  const staleBefore = (now: number) => now - staleAfterMs(longestDeadlineMs);
+  const staleAfter = staleAfterMs(longestDeadlineMs, deps.storeTimeoutMs ?? 2_000);
+  const staleBefore = (now: number) => now - staleAfter;
   /** Decisions being asked now, by cache key: identical requests wait for the first (SPEC §13). */
   const leaders = new Map<string, Promise<CachedDecision | undefined>>();
 
@@ -174,6 +191,9 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     log: EvaluationLog,
     reservationId: string | null = null,
   ): Promise<EvaluationOutcome> {
+    // A key from the cache may have been revoked since: then that is the answer, with no record.
+    const refused = key && (await confirm(call, key));
+    if (refused) return { ok: false, failure: refused, meta: { requestId: call.requestId }, log };
     if (key && !abandoned(call.requestId)) {
       await deps.store.release(reservationId, {
         ...usageEntry(call, key, NO_USAGE, 0, error.status, log.questions ?? 0),
@@ -209,12 +229,54 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     };
   }
 
+  /** The credentials a request showed, for authentication. */
+  const credentialsOf = (call: EvaluationCall, cached: boolean): Credentials => ({
+    authorization: call.authorization,
+    origin: call.origin,
+    cached,
+  });
+
+  /**
+   * A key read from authentication's cache, read again from the store before any answer that the
+   * reservation did not confirm: its refusal if it was revoked or has expired, else undefined.
+   */
+  async function confirm(call: EvaluationCall, key: Payer): Promise<GatewayFailure | undefined> {
+    if (!key.unconfirmed) return undefined;
+    const fresh = await deps.authenticate(credentialsOf(call, false));
+    if (!fresh.ok) return fresh.failure;
+    key.unconfirmed = false;
+    return undefined;
+  }
+
   async function evaluate(call: EvaluationCall): Promise<EvaluationOutcome> {
     const log: EvaluationLog = {};
-    const auth = await deps.authenticate({ authorization: call.authorization, origin: call.origin });
+    try {
+      return await evaluateLogged(call, log);
+    } catch (error) {
+      // Storage trouble is never a 500 (SPEC §10): the caller may try again shortly.
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      deps.logger.warn({ err: error, requestId: call.requestId }, 'the store is unavailable');
+      log.reason = error.message;
+      const unavailable = failure(
+        'unavailable',
+        'the gateway cannot reach its database now; try again shortly',
+        {
+          retryAfterMs: error.retryAfterMs,
+        },
+      );
+      return { ok: false, failure: unavailable, meta: metaOf(call, log), log };
+    }
+  }
+
+  async function evaluateLogged(call: EvaluationCall, log: EvaluationLog): Promise<EvaluationOutcome> {
+    const auth = await deps.authenticate(credentialsOf(call, true));
     if (!auth.ok) return { ok: false, failure: auth.failure, meta: { requestId: call.requestId }, log };
     const { principal } = auth;
-    const key: Payer = { ...principal.key, token: principal.kind === 'token' ? principal.token : null };
+    const key: Payer = {
+      ...principal.key,
+      token: principal.kind === 'token' ? principal.token : null,
+      unconfirmed: auth.fromCache,
+    };
     log.keyPrefix = key.prefix;
 
     // The key's bucket for every request; a token's own bucket on top of it (SPEC §14).
@@ -305,6 +367,8 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     log: EvaluationLog,
     how: 'hit' | 'coalesced',
   ): Promise<EvaluationOutcome> {
+    const refused = await confirm(call, key);
+    if (refused) return { ok: false, failure: refused, meta: { requestId: call.requestId }, log };
     log.cache = how;
     log.upstream = decision.upstream;
     log.usage = NO_USAGE;
@@ -361,6 +425,13 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       staleBefore(now),
       key.token?.id,
     );
+    if (!reservation.ok && reservation.code === 'key_refused') {
+      // Revoked or expired since authentication read it: refused as authentication words it.
+      key.unconfirmed = true;
+      const refused = (await confirm(call, key)) ?? refusedKeyFailure(reservation.reason);
+      return { ok: false, failure: refused, meta: { requestId: call.requestId }, log };
+    }
+    key.unconfirmed = false;
     if (!reservation.ok) {
       const error = failure(
         'insufficient_credits',
@@ -379,8 +450,10 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       settling: false,
     });
     try {
-      return await answer(call, key, route, request, bodyBytes, reservation.reservationId, log);
+      return await answer(call, key, route, request, bodyBytes, bound, reservation.reservationId, log);
     } catch (error) {
+      // The store cannot be reached: its hold goes stale by itself (SPEC §7), no release is tried.
+      if (error instanceof StoreUnavailableError) throw error;
       deps.logger.error({ err: error, requestId: call.requestId }, 'evaluation failed unexpectedly');
       return fail(call, key, failure('internal_error', 'internal error'), log, reservation.reservationId);
     } finally {
@@ -409,6 +482,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     route: Route,
     request: EvaluationRequest,
     bodyBytes: number,
+    boundMicro: number,
     reservationId: string | null,
     log: EvaluationLog,
   ): Promise<EvaluationOutcome> {
@@ -437,7 +511,22 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     log.usage = outcome.usage;
     if (outcome.upstreamRequestId !== undefined) log.upstreamRequestId = outcome.upstreamRequestId;
     if (outcome.labelMass !== undefined) log.labelMass = outcome.labelMass;
-    const cost = costMicro(outcome.usage, deps.pricing);
+    // Never more than was reserved: an upstream reporting more is charged the reservation (SPEC §7).
+    const reported = costMicro(outcome.usage, deps.pricing);
+    const cost = Math.min(reported, boundMicro);
+    if (reported > boundMicro) {
+      deps.onDebitCapped?.(route.spec.name, reported - boundMicro);
+      deps.logger.warn(
+        {
+          requestId: call.requestId,
+          upstream: outcome.upstream,
+          usage: outcome.usage,
+          reservedMicro: boundMicro,
+          reportedMicro: reported,
+        },
+        'the upstream reported more usage than was reserved; the reservation was charged',
+      );
+    }
     const entry: UsageEntry = {
       ...usageEntry(call, key, outcome.usage, cost, 200, log.questions ?? 0),
       route: log.route ?? null,

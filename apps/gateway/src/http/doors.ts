@@ -1,6 +1,7 @@
 import { trpcErrorBody } from '@decision-gateway/api';
 import { failure, type GatewayFailure, LIMITS, nativeError } from '@decision-gateway/contract';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { StoreUnavailableError } from '../store/store.ts';
 import type { DoorOutcome } from './door-outcome.ts';
 import { errorBody, retryAfterSeconds } from './envelope.ts';
 
@@ -86,6 +87,14 @@ function failureOfFastifyError(error: FastifyError): GatewayFailure | undefined 
   }
 }
 
+/** Storage trouble is 503 with Retry-After on every door, never a 500 (SPEC §10). */
+export function failureOfStoreError(error: unknown): GatewayFailure | undefined {
+  if (!(error instanceof StoreUnavailableError)) return undefined;
+  return failure('unavailable', 'the gateway cannot reach its database now; try again shortly', {
+    retryAfterMs: error.retryAfterMs,
+  });
+}
+
 /**
  * Makes a plugin scope a door: its routes are stamped with its name, and its error handler (and,
  * for a door with its own path prefix, its not-found handler) answer in its format.
@@ -96,10 +105,11 @@ export function door(app: FastifyInstance, name: DoorName, options: DoorOptions 
   });
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const known = failureOfFastifyError(error);
+    const known = failureOfFastifyError(error) ?? failureOfStoreError(error);
     // A body cut short because the client left (or a timeout answered it) is not the gateway's fault.
     const gone = request.outcome?.belowRouter === true || error.code === 'ECONNRESET';
-    if (!known && !gone) request.log.error({ err: error }, 'unhandled error');
+    if (error instanceof StoreUnavailableError) request.log.warn({ err: error }, 'the store is unavailable');
+    else if (!known && !gone) request.log.error({ err: error }, 'unhandled error');
     return sendFailure(reply, known ?? failure('internal_error', 'internal error'), name);
   });
 

@@ -40,6 +40,8 @@ export interface GatewayOptions {
   adminToken?: string | undefined;
   rateLimiter?: RateLimiter;
   metrics?: GatewayMetrics;
+  /** SPEC §10 STORE_TIMEOUT_MS (default 2000): how long one store call may take. */
+  storeTimeoutMs?: number;
   /** SPEC §10 REQUEST_TIMEOUT_MS (default 30000). */
   requestTimeoutMs?: number;
   /** SPEC §10 SHUTDOWN_TIMEOUT_MS (default 30000). */
@@ -203,6 +205,11 @@ export function buildGateway(options: GatewayOptions): Gateway {
     routes: routeTable,
     ...(options.cache && { cache: options.cache, cacheScope: options.cacheScope ?? 'key' }),
     onCacheOutcome: (route, outcome) => metrics.cacheOutcomes.inc({ route, outcome }),
+    onDebitCapped(route, excessMicro) {
+      metrics.debitCapped.inc({ route });
+      metrics.debitCappedMicroCredits.inc({ route }, excessMicro);
+    },
+    ...(options.storeTimeoutMs !== undefined && { storeTimeoutMs: options.storeTimeoutMs }),
     rateLimiter,
     pricing: options.pricing,
     defaultRateLimitPerMinute: options.rateLimitPerMinute,

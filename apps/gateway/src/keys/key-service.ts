@@ -123,10 +123,11 @@ export function createKeyService(
       const result = await store.adjustCredits(id, toMicro(body.amount), clock());
       if (result.ok) return { ok: true, value: keyObject(result.key) };
       if (result.code === 'not_found') return { ok: false, error: notFound(id) };
-      const message =
-        result.code === 'unlimited'
-          ? 'the key has unlimited credits; its balance cannot be adjusted'
-          : 'the balance may not go below 0';
+      const message = {
+        unlimited: 'the key has unlimited credits; its balance cannot be adjusted',
+        would_go_negative: 'the balance may not go below 0',
+        over_ceiling: 'the balance may not go above 1000000000 credits',
+      }[result.code];
       return {
         ok: false,
         error: failure('invalid_request', `amount: ${message}`, { issues: [{ path: ['amount'], message }] }),

@@ -6,6 +6,6 @@ import type { Store } from './store.ts';
 /** The store DATABASE_URL names (SPEC §10): a SQLite file, or PostgreSQL (migrated at open). */
 export async function openStore(database: Config['database']): Promise<Store> {
   return database.kind === 'postgres'
-    ? openPostgresStore(database.url, { poolSize: database.poolSize })
-    : openSqliteStore(database.path);
+    ? openPostgresStore(database.url, { poolSize: database.poolSize, timeoutMs: database.timeoutMs })
+    : openSqliteStore(database.path, { timeoutMs: database.timeoutMs });
 }

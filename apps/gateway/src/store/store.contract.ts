@@ -191,10 +191,104 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
           reservationId: null,
         });
         expect(await store.settle(null, entry(unlimited.id, 'r3', 5), 0)).toBe(5);
-        expect(await store.reserve('key_none', 'r4', 1, now, 0)).toMatchObject({
+        expect(await store.reserve('key_none', 'r4', 1, now, 0)).toEqual({
           ok: false,
-          availableMicro: 0,
+          code: 'key_refused',
+          reason: 'unknown',
         });
+      }));
+
+    it('re-checks the key at reserve: a revoked or expired key, or an expired token, holds nothing', () =>
+      withStore(async ({ store, openAnother }) => {
+        const now = Date.now();
+        const revoked = newKey();
+        const expiring = newKey({ expiresAt: now + 1_000 });
+        const forToken = newKey();
+        for (const key of [revoked, expiring, forToken]) await store.createKey(key);
+        const token = newToken(forToken.id, { expiresAt: now + 1_000 });
+        await store.createToken(token);
+        // Revoked through another instance, as an operator would.
+        const other = await openAnother();
+        await other.revokeKey(revoked.id, now);
+        const refused = (reason: string) => ({ ok: false, code: 'key_refused', reason });
+        expect(await store.reserve(revoked.id, 'a', 1, now, 0)).toEqual(refused('revoked'));
+        expect(await store.reserve(expiring.id, 'b', 1, now + 1_000, 0)).toEqual(refused('expired'));
+        expect((await store.reserve(expiring.id, 'c', 1, now + 999, 0)).ok).toBe(true);
+        expect(await store.reserve(forToken.id, 'd', 1, now + 1_000, 0, token.id)).toEqual(
+          refused('token_expired'),
+        );
+        expect((await store.reserve(forToken.id, 'e', 1, now, 0, token.id)).ok).toBe(true);
+        // Nothing was held for the refused requests.
+        expect((await store.getKey(revoked.id))?.creditsMicro).toBe(10 * MICRO);
+        expect((await store.reserve(forToken.id, 'f', 10 * MICRO - 1, now, 0)).ok).toBe(true);
+      }));
+
+    it('each step asked again for the same request does nothing twice (a retry after a lost answer)', () =>
+      withStore(async ({ store }) => {
+        const key = newKey({ creditsMicro: MICRO });
+        await store.createKey(key);
+        const now = Date.now();
+        const first = await store.reserve(key.id, 'same', 600_000, now, 0);
+        const again = await store.reserve(key.id, 'same', 600_000, now, 0);
+        expect(first.ok && again.ok && again.reservationId === first.reservationId).toBe(true);
+        // Only one hold: 400,000 are still available.
+        expect(await store.reserve(key.id, 'other', 400_001, now, 0)).toMatchObject({
+          code: 'insufficient_credits',
+          availableMicro: 400_000,
+        });
+        if (!first.ok) return;
+        expect(await store.settle(first.reservationId, entry(key.id, 'same', 500_000), 0)).toBe(500_000);
+        expect(await store.settle(first.reservationId, entry(key.id, 'same', 500_000), 0)).toBe(500_000);
+        await store.release(null, { ...entry(key.id, 'same', 0), status: 503 });
+        const failed = await store.reserve(key.id, 'failed', 1, now, 0);
+        if (!failed.ok) throw new Error('expected a hold');
+        await store.release(failed.reservationId, { ...entry(key.id, 'failed', 0), status: 502 });
+        await store.release(failed.reservationId, { ...entry(key.id, 'failed', 0), status: 502 });
+        const usage = await store.usage(key.id, 10);
+        expect(usage.recent.map((r) => [r.requestId, r.status, r.creditsMicro]).sort()).toEqual([
+          ['failed', 502, 0],
+          ['same', 200, 500_000],
+        ]);
+        expect((await store.getKey(key.id))?.creditsMicro).toBe(500_000);
+        expect(await store.ledgerBalance(key.id)).toBe(500_000);
+      }));
+
+    it('never debits more than was reserved, and keeps token counts up to 2^31 − 1', () =>
+      withStore(async ({ store }) => {
+        const key = newKey({ creditsMicro: 500 * MICRO });
+        await store.createKey(key);
+        const now = Date.now();
+        const hold = await store.reserve(key.id, 'big', 720_000, now, 0);
+        if (!hold.ok) throw new Error('expected a hold');
+        const huge = {
+          ...entry(key.id, 'big', 5_000_000 * 1000),
+          inputTokens: 2 ** 31 - 1,
+          outputTokens: 2 ** 31 - 1,
+        };
+        expect(await store.settle(hold.reservationId, huge, 0)).toBe(720_000);
+        expect((await store.getKey(key.id))?.creditsMicro).toBe(500 * MICRO - 720_000);
+        const [record] = (await store.usage(key.id, 1)).recent;
+        expect(record).toMatchObject({
+          creditsMicro: 720_000,
+          inputTokens: 2 ** 31 - 1,
+          outputTokens: 2 ** 31 - 1,
+        });
+        expect(await store.ledgerBalance(key.id)).toBe(500 * MICRO - 720_000);
+      }));
+
+    it('holds a balance at most at the ceiling of 1,000,000,000 credits', () =>
+      withStore(async ({ store }) => {
+        const key = newKey({ creditsMicro: 0 });
+        await store.createKey(key);
+        const ceiling = 1_000_000_000 * MICRO;
+        expect(await store.adjustCredits(key.id, ceiling + 1, 1)).toEqual({
+          ok: false,
+          code: 'over_ceiling',
+        });
+        expect((await store.adjustCredits(key.id, ceiling, 1)).ok).toBe(true);
+        expect(await store.adjustCredits(key.id, 1, 2)).toEqual({ ok: false, code: 'over_ceiling' });
+        expect((await store.getKey(key.id))?.creditsMicro).toBe(ceiling);
+        expect(await store.ledgerBalance(key.id)).toBe(ceiling);
       }));
 
     it('60 simultaneous requests from two instances on 2 credits: never below 0, ledger exact, one record each', () =>

@@ -88,9 +88,17 @@ export interface UsageTotals {
   outputTokens: number;
 }
 
+/**
+ * Why a reservation refused a key that authentication had let through: the key (or the token) was
+ * revoked or expired since it was read (SPEC §5). Reserve re-checks it under the key's row lock,
+ * so a key read from a cache is confirmed at the one step every paid request takes.
+ */
+export type KeyRefusal = 'revoked' | 'expired' | 'token_expired' | 'unknown';
+
 export type ReserveResult =
   | { ok: true; reservationId: string | null }
-  | { ok: false; code: 'insufficient_credits'; availableMicro: number };
+  | { ok: false; code: 'insufficient_credits'; availableMicro: number }
+  | { ok: false; code: 'key_refused'; reason: KeyRefusal };
 
 /** Where a page of keys (newest first) starts: after this key. */
 export interface KeyCursor {
@@ -106,7 +114,21 @@ export interface KeyPage {
 
 export type AdjustResult =
   | { ok: true; key: KeyRecord }
-  | { ok: false; code: 'not_found' | 'unlimited' | 'would_go_negative' };
+  | { ok: false; code: 'not_found' | 'unlimited' | 'would_go_negative' | 'over_ceiling' };
+
+/** The most a balance may hold (SPEC §6): 1,000,000,000 credits, far below 2^53 micro-credits. */
+export const CREDIT_CEILING_MICRO = 1_000_000_000 * 1_000_000;
+
+/**
+ * The store could not be reached, or did not answer within its deadline (`STORE_TIMEOUT_MS`,
+ * SPEC §10). Every store throws this, and only this, for storage trouble: the caller answers 503
+ * with Retry-After. Anything else a store throws is a bug, answered 500 and logged.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  /** How long a caller should wait before trying again. */
+  readonly retryAfterMs = 1_000;
+}
 
 export interface Store {
   createKey(key: NewKey): Promise<KeyRecord>;
@@ -119,13 +141,14 @@ export interface Store {
   /** Keys newest first, `limit` at a time, starting after `after` (SPEC §6). */
   listKeys(limit: number, after?: KeyCursor): Promise<KeyPage>;
   countKeys(): Promise<number>;
-  /** Add (or, negative, remove) credits; never below 0, never on an unlimited key. */
+  /** Add (or, negative, remove) credits; never below 0 nor above the ceiling, never on an unlimited key. */
   adjustCredits(id: string, deltaMicro: number, at: number): Promise<AdjustResult>;
   revokeKey(id: string, at: number): Promise<KeyRecord | undefined>;
 
   /**
-   * Hold `amountMicro` against the key for the request `requestId`, if the balance minus the key's
-   * in-flight reservations covers it. Reservations created before `staleBefore` (left by a crashed
+   * Hold `amountMicro` against the key for the request `requestId`, if the key is still neither
+   * revoked nor expired at `at` (nor the token expired), and the balance minus the key's
+   * in-flight reservations covers it. Idempotent per request: asked again, it returns the same hold. Reservations created before `staleBefore` (left by a crashed
    * process) no longer count. Unlimited keys need none (`reservationId` null). With a token, the
    * token's own cap must cover it too: its cap minus what it spent and what it holds (SPEC §14).
    */
@@ -141,11 +164,15 @@ export interface Store {
    * Debit the actual cost, capped at what the key can still cover beside its other live
    * reservations (those created before `staleBefore` count nowhere, SPEC §7) and, for a token with
    * a cap, at what the token can still spend beside its other reservations, release the
-   * reservation and write the usage entry, in one step. Returns the micro-credits debited.
-   * `entry.requestId` names the request the reservation was made for.
+   * reservation and write the usage entry, in one step. The debit never exceeds the reservation
+   * (SPEC §7). Returns the micro-credits debited. `entry.requestId` names the request the
+   * reservation was made for; settling it again returns the first debit and writes nothing.
    */
   settle(reservationId: string | null, entry: UsageEntry, staleBefore: number): Promise<number>;
-  /** Release the reservation (if any) and write the usage entry of a failed request (0 credits). */
+  /**
+   * Release the reservation (if any) and write the usage entry of a failed request (0 credits).
+   * Idempotent per request, like settle.
+   */
   release(reservationId: string | null, entry: UsageEntry): Promise<void>;
 
   usage(keyId: string, limit: number): Promise<{ totals: UsageTotals; recent: UsageEntry[] }>;

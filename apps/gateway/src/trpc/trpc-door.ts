@@ -24,7 +24,7 @@ import type { TokenService } from '../auth/tokens.ts';
 import type { Evaluate, ResponseMeta } from '../core/evaluate.ts';
 import { cors, originOf } from '../http/cors.ts';
 import type { EvaluationReport } from '../http/door-outcome.ts';
-import { type DoorOptions, door } from '../http/doors.ts';
+import { type DoorOptions, door, failureOfStoreError } from '../http/doors.ts';
 import { retryAfterSeconds } from '../http/envelope.ts';
 import {
   cacheControlHeader,
@@ -79,6 +79,20 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
     };
 
     const credentials = { authorization: request.headers.authorization, origin: originOf(request) };
+    /** An operation that reads the store: storage trouble is its 503, not a 500 (SPEC §10). */
+    const storeGuarded = async <T>(
+      requestId: string,
+      run: () => Promise<OperationResult<T>>,
+    ): Promise<OperationResult<T>> => {
+      try {
+        return await run();
+      } catch (error) {
+        const unavailable = failureOfStoreError(error);
+        if (!unavailable) throw error;
+        request.log.warn({ err: error, requestId }, 'the store is unavailable');
+        return { ok: false, failure: unavailable, requestId };
+      }
+    };
     const createContext = async (): Promise<ApiContext> => ({
       requestId: request.id,
       async evaluate(op): Promise<OperationResult<EvaluationData>> {
@@ -106,24 +120,30 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
       },
       async listModels(op) {
         const requestId = batch ? `${request.id}_${op.batchIndex}` : request.id;
-        const auth = await opts.authenticate(credentials);
-        return auth.ok ? { ok: true, data: MODELS } : { ok: false, failure: auth.failure, requestId };
+        return storeGuarded(requestId, async () => {
+          const auth = await opts.authenticate(credentials);
+          return auth.ok ? { ok: true, data: MODELS } : { ok: false, failure: auth.failure, requestId };
+        });
       },
-      async createToken(op) {
+      createToken: (op) => {
         const requestId = batch ? `${request.id}_${op.batchIndex}` : request.id;
-        const auth = await opts.authenticate(credentials);
-        if (!auth.ok) return { ok: false, failure: auth.failure, requestId };
-        if (auth.principal.kind === 'token')
-          return {
-            ok: false,
-            failure: failure('forbidden', 'a token cannot mint tokens: use an API key'),
-            requestId,
-          };
-        const read = await readInput(op);
-        const body = read.ok ? parseAdminInput(CreateTokenBody, read.value ?? {}) : read;
-        if (!body.ok) return { ok: false, failure: body.error, requestId };
-        const minted = await opts.tokens.mint(auth.principal.key.id, body.value);
-        return minted.ok ? { ok: true, data: minted.value } : { ok: false, failure: minted.error, requestId };
+        return storeGuarded(requestId, async () => {
+          const auth = await opts.authenticate(credentials);
+          if (!auth.ok) return { ok: false, failure: auth.failure, requestId };
+          if (auth.principal.kind === 'token')
+            return {
+              ok: false,
+              failure: failure('forbidden', 'a token cannot mint tokens: use an API key'),
+              requestId,
+            };
+          const read = await readInput(op);
+          const body = read.ok ? parseAdminInput(CreateTokenBody, read.value ?? {}) : read;
+          if (!body.ok) return { ok: false, failure: body.error, requestId };
+          const minted = await opts.tokens.mint(auth.principal.key.id, body.value);
+          return minted.ok
+            ? { ok: true, data: minted.value }
+            : { ok: false, failure: minted.error, requestId };
+        });
       },
     });
 

@@ -5,7 +5,13 @@ import {
   type GatewayFailure,
   type Usage,
 } from '@decision-gateway/contract';
-import { checkAnswers, checkUsage, type Upstream, type UpstreamCall } from '@decision-gateway/questions';
+import {
+  checkAnswers,
+  checkUsage,
+  MAX_TOKEN_COUNT,
+  type Upstream,
+  type UpstreamCall,
+} from '@decision-gateway/questions';
 import type { Logger } from 'pino';
 
 /** One upstream of a route, with the deadline of each call to it. */
@@ -77,9 +83,10 @@ const maxUsage = (a: Usage, b: Usage): Usage => ({
   input_tokens: Math.max(a.input_tokens, b.input_tokens),
   output_tokens: Math.max(a.output_tokens, b.output_tokens),
 });
+/** Two checked reports summed; a sum past what one report may hold stays at it (the charge is capped anyway). */
 const addUsage = (a: Usage, b: Usage): Usage => ({
-  input_tokens: a.input_tokens + b.input_tokens,
-  output_tokens: a.output_tokens + b.output_tokens,
+  input_tokens: Math.min(MAX_TOKEN_COUNT, a.input_tokens + b.input_tokens),
+  output_tokens: Math.min(MAX_TOKEN_COUNT, a.output_tokens + b.output_tokens),
 });
 
 /**

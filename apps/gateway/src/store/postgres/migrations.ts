@@ -276,4 +276,199 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
       $fn$;
     `,
   },
+  {
+    version: 4,
+    name: 'one lock order, idempotent steps, keys re-checked at reserve, and batches of steps',
+    // Every step locks its key's row first, before any other row: dg_release used to insert its
+    // usage record (a key-share lock on the key's row, through the foreign key) before updating
+    // that row, while reserve and settle locked it first, and PostgreSQL found deadlocks between
+    // them. A step asked again for the same request (a retry after a lost connection) finds what
+    // the first did, so the store may retry any step safely. dg_apply runs many steps in one
+    // statement and one commit, locking all their keys first in id order, so that batches from
+    // any number of instances never wait on each other in a cycle.
+    sql: `
+      CREATE INDEX usage_records_request ON usage_records (request_id);
+      CREATE INDEX reservations_request ON reservations (request_id);
+
+      DROP FUNCTION dg_reserve(text, text, bigint, bigint, bigint, text);
+      CREATE FUNCTION dg_reserve(p_key text, p_request text, p_amount bigint, p_at bigint, p_stale_before bigint, p_token text)
+      RETURNS TABLE (granted boolean, reservation bigint, available bigint, refused text)
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_credits bigint;
+        v_revoked bigint;
+        v_expires bigint;
+        v_token_expires bigint;
+        v_existing bigint;
+        v_held bigint;
+        v_token_left bigint;
+        v_available bigint;
+      BEGIN
+        SELECT k.credits_micro, k.revoked_at, k.expires_at INTO v_credits, v_revoked, v_expires
+        FROM api_keys k WHERE k.id = p_key FOR UPDATE;
+        -- The key as it stands now: authentication may have read it from a cache.
+        IF NOT FOUND THEN
+          RETURN QUERY SELECT false, NULL::bigint, 0::bigint, 'unknown'::text;
+          RETURN;
+        END IF;
+        IF v_revoked IS NOT NULL THEN
+          RETURN QUERY SELECT false, NULL::bigint, 0::bigint, 'revoked'::text;
+          RETURN;
+        END IF;
+        IF v_expires IS NOT NULL AND v_expires <= p_at THEN
+          RETURN QUERY SELECT false, NULL::bigint, 0::bigint, 'expired'::text;
+          RETURN;
+        END IF;
+        IF p_token IS NOT NULL THEN
+          SELECT t.expires_at INTO v_token_expires FROM tokens t WHERE t.id = p_token;
+          IF NOT FOUND OR v_token_expires <= p_at THEN
+            RETURN QUERY SELECT false, NULL::bigint, 0::bigint, 'token_expired'::text;
+            RETURN;
+          END IF;
+        END IF;
+        SELECT r.id INTO v_existing FROM reservations r WHERE r.request_id = p_request AND r.key_id = p_key;
+        IF FOUND THEN
+          RETURN QUERY SELECT true, v_existing, NULL::bigint, NULL::text;
+          RETURN;
+        END IF;
+        IF p_token IS NOT NULL THEN
+          v_token_left := dg_token_left(p_token, p_stale_before);
+        END IF;
+        IF v_credits IS NULL AND v_token_left IS NULL THEN
+          RETURN QUERY SELECT true, NULL::bigint, NULL::bigint, NULL::text;
+          RETURN;
+        END IF;
+        IF v_credits IS NOT NULL THEN
+          SELECT COALESCE(SUM(r.amount_micro), 0) INTO v_held FROM reservations r
+          WHERE r.key_id = p_key AND r.created_at >= p_stale_before;
+          v_available := v_credits - v_held;
+        END IF;
+        v_available := LEAST(v_available, v_token_left);
+        IF v_available < p_amount THEN
+          RETURN QUERY SELECT false, NULL::bigint, GREATEST(0, v_available), NULL::text;
+          RETURN;
+        END IF;
+        RETURN QUERY INSERT INTO reservations (key_id, request_id, amount_micro, created_at, token_id)
+          VALUES (p_key, p_request, p_amount, p_at, p_token)
+          RETURNING true, reservations.id, v_available - p_amount, NULL::text;
+      END
+      $fn$;
+
+      CREATE OR REPLACE FUNCTION dg_settle(
+        p_reservation bigint, p_request text, p_key text, p_cost bigint, p_stale_before bigint,
+        p_input integer, p_output integer, p_questions integer, p_status integer, p_elapsed integer, p_at bigint,
+        p_route text, p_upstream text, p_cached boolean, p_token text, p_subject text)
+      RETURNS bigint
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_credits bigint;
+        v_held bigint;
+        v_debit bigint := p_cost;
+        v_token_left bigint;
+        v_reserved bigint;
+        v_recorded bigint;
+      BEGIN
+        SELECT k.credits_micro INTO v_credits FROM api_keys k WHERE k.id = p_key FOR UPDATE;
+        SELECT u.credits_micro INTO v_recorded FROM usage_records u WHERE u.request_id = p_request AND u.key_id = p_key;
+        IF FOUND THEN
+          RETURN v_recorded;
+        END IF;
+        IF p_reservation IS NOT NULL THEN
+          DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request
+          RETURNING r.amount_micro INTO v_reserved;
+          -- Never more than was reserved (SPEC §7).
+          IF v_reserved IS NOT NULL THEN
+            v_debit := LEAST(v_debit, v_reserved);
+          END IF;
+        END IF;
+        IF p_token IS NOT NULL THEN
+          v_token_left := dg_token_left(p_token, p_stale_before);
+          IF v_token_left IS NOT NULL THEN
+            v_debit := LEAST(v_debit, GREATEST(0, v_token_left));
+          END IF;
+        END IF;
+        IF v_credits IS NOT NULL THEN
+          SELECT COALESCE(SUM(r.amount_micro), 0) INTO v_held FROM reservations r
+          WHERE r.key_id = p_key AND r.created_at >= p_stale_before;
+          v_debit := LEAST(v_debit, GREATEST(0, v_credits - v_held));
+          UPDATE api_keys SET credits_micro = credits_micro - v_debit, last_used_at = p_at WHERE id = p_key;
+        ELSE
+          UPDATE api_keys SET last_used_at = p_at WHERE id = p_key;
+        END IF;
+        INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status,
+                                   elapsed_ms, at, route, upstream, cached, token_id, subject)
+        VALUES (p_request, p_key, v_debit, p_input, p_output, p_questions, p_status, p_elapsed, p_at,
+                p_route, p_upstream, p_cached, p_token, p_subject);
+        RETURN v_debit;
+      END
+      $fn$;
+
+      CREATE OR REPLACE FUNCTION dg_release(
+        p_reservation bigint, p_request text, p_key text,
+        p_input integer, p_output integer, p_questions integer, p_status integer, p_elapsed integer, p_at bigint,
+        p_route text, p_upstream text, p_cached boolean, p_token text, p_subject text)
+      RETURNS void
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      BEGIN
+        PERFORM 1 FROM api_keys k WHERE k.id = p_key FOR UPDATE;
+        PERFORM 1 FROM usage_records u WHERE u.request_id = p_request AND u.key_id = p_key;
+        IF FOUND THEN
+          RETURN;
+        END IF;
+        IF p_reservation IS NOT NULL THEN
+          DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request;
+        END IF;
+        INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status,
+                                   elapsed_ms, at, route, upstream, cached, token_id, subject)
+        VALUES (p_request, p_key, 0, p_input, p_output, p_questions, p_status, p_elapsed, p_at,
+                p_route, p_upstream, p_cached, p_token, p_subject);
+        UPDATE api_keys SET last_used_at = p_at WHERE id = p_key;
+      END
+      $fn$;
+
+      -- Steps are {op: reserve | settle | release, deadline, …their arguments}; one row per step,
+      -- in order. A step that reaches the database after its deadline (epoch ms) does nothing and
+      -- says 'late': its caller has given up and answered 503, so nothing may be held or charged
+      -- for it (a settle arriving late would charge a failed request).
+      CREATE FUNCTION dg_apply(p_steps jsonb)
+      RETURNS TABLE (step integer, granted boolean, reservation bigint, available bigint, debit bigint, refused text)
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_step jsonb;
+        v_i integer;
+        v_r record;
+      BEGIN
+        PERFORM 1 FROM api_keys k
+        WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s)
+        ORDER BY k.id FOR UPDATE;
+        FOR v_step, v_i IN SELECT s.value, (s.ordinality - 1)::integer FROM jsonb_array_elements(p_steps) WITH ORDINALITY s
+        LOOP
+          IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint > (v_step->>'deadline')::bigint THEN
+            RETURN QUERY SELECT v_i, false, NULL::bigint, NULL::bigint, NULL::bigint, 'late'::text;
+          ELSIF v_step->>'op' = 'reserve' THEN
+            SELECT * INTO v_r FROM dg_reserve(v_step->>'key', v_step->>'request', (v_step->>'amount')::bigint,
+              (v_step->>'at')::bigint, (v_step->>'staleBefore')::bigint, v_step->>'token');
+            RETURN QUERY SELECT v_i, v_r.granted, v_r.reservation, v_r.available, NULL::bigint, v_r.refused;
+          ELSIF v_step->>'op' = 'settle' THEN
+            RETURN QUERY SELECT v_i, true, NULL::bigint, NULL::bigint,
+              dg_settle((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key', (v_step->>'cost')::bigint,
+                (v_step->>'staleBefore')::bigint, (v_step->>'input')::integer, (v_step->>'output')::integer,
+                (v_step->>'questions')::integer, (v_step->>'status')::integer, (v_step->>'elapsed')::integer,
+                (v_step->>'at')::bigint, v_step->>'route', v_step->>'upstream', (v_step->>'cached')::boolean,
+                v_step->>'token', v_step->>'subject'),
+              NULL::text;
+          ELSIF v_step->>'op' = 'release' THEN
+            PERFORM dg_release((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key',
+              (v_step->>'input')::integer, (v_step->>'output')::integer, (v_step->>'questions')::integer,
+              (v_step->>'status')::integer, (v_step->>'elapsed')::integer, (v_step->>'at')::bigint,
+              v_step->>'route', v_step->>'upstream', (v_step->>'cached')::boolean, v_step->>'token', v_step->>'subject');
+            RETURN QUERY SELECT v_i, true, NULL::bigint, NULL::bigint, 0::bigint, NULL::text;
+          ELSE
+            RAISE EXCEPTION 'dg_apply: unknown step %', v_step->>'op';
+          END IF;
+        END LOOP;
+      END
+      $fn$;
+    `,
+  },
 ];

@@ -8,9 +8,18 @@ import {
   toUsage,
   type UsageRow,
 } from '../rows.ts';
-import type { KeyAuth, SeriesBucket, Store } from '../store.ts';
-import { pageOf } from '../store.ts';
+import {
+  CREDIT_CEILING_MICRO,
+  type KeyAuth,
+  type KeyRefusal,
+  pageOf,
+  type SeriesBucket,
+  type Store,
+  type UsageEntry,
+} from '../store.ts';
+import { type Attempt, withDeadline } from './deadline.ts';
 import { POSTGRES_MIGRATIONS } from './migrations.ts';
+import { createStepBatcher, type Step, type StepRow } from './step-batcher.ts';
 
 /** int8 columns as JavaScript numbers: micro-credits and epoch milliseconds stay far below 2^53. */
 const int8 = {
@@ -28,8 +37,6 @@ type Sql = postgres.Sql<{ int8: number }>;
 
 /** Any constant: the advisory lock that lets one starting instance migrate at a time. */
 const MIGRATION_LOCK = 0x4447_0001;
-/** Readiness must answer promptly, even while the database does not. */
-const READY_TIMEOUT_MS = 2_000;
 
 /** Apply the migrations the database has not seen yet, under an advisory lock; returns those applied. */
 export async function migratePostgres(sql: Sql): Promise<number[]> {
@@ -54,24 +61,28 @@ export async function migratePostgres(sql: Sql): Promise<number[]> {
 export interface PostgresStoreOptions {
   /** Connections in the pool (DATABASE_POOL_SIZE). */
   poolSize: number;
+  /** STORE_TIMEOUT_MS: the deadline of every call, queueing and connecting included (SPEC §10). */
+  timeoutMs?: number;
 }
 
 /**
  * The Store on PostgreSQL (postgres.js), for any number of gateway instances on one database.
- * Reserve, settle and release are each one statement calling a function of the schema (migration
- * 2), so one round trip and one transaction: it locks the key's row first (SELECT … FOR UPDATE),
- * so concurrent requests on one key, from any instance, queue on that row and each sees the
- * reservations committed before it: no lost update, no overspending. There is no key cache:
- * authentication reads the key by its hash on every request, so a revocation or expiry made
- * through any instance is refused by every instance on the next request (SPEC §5).
+ * Reserve, settle and release are steps of the schema's functions (migrations 2–4): each locks its
+ * key's row first (SELECT … FOR UPDATE), so concurrent requests on one key, from any instance,
+ * queue on that row and each sees the reservations committed before it: no lost update, no
+ * overspending. Steps asked for together go as one statement (`dg_apply`), one round trip and
+ * one commit. Every call has a deadline (`timeoutMs`: statement_timeout on the server, a timer
+ * covering queueing and connecting here); past it, or while the database cannot be reached, a
+ * call throws StoreUnavailableError. Deadlocks and serialization failures are retried here.
  */
 export async function openPostgresStore(url: string, options: PostgresStoreOptions): Promise<Store> {
+  const timeoutMs = options.timeoutMs ?? 2_000;
   const sql: Sql = postgres(url, {
     max: options.poolSize,
     types: { int8 },
     onnotice: () => {},
-    connect_timeout: 10,
-    connection: { application_name: 'decision-gateway' },
+    connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+    connection: { application_name: 'decision-gateway', statement_timeout: timeoutMs },
   });
   try {
     await migratePostgres(sql);
@@ -85,112 +96,154 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
 
   const keyColumns = sql.unsafe(KEY_COLUMNS);
 
+  /** One call within STORE_TIMEOUT_MS; `idempotent` lets trouble reaching the database be retried. */
+  const call = <T>(what: string, run: Attempt<T>['run'], idempotent = true) =>
+    withDeadline(what, Date.now() + timeoutMs, { run, idempotent });
+
+  const step = createStepBatcher({
+    apply: (steps, deadline) =>
+      withDeadline('reserve, settle, release', deadline, {
+        run: () => sql<StepRow[]>`SELECT * FROM dg_apply(${JSON.stringify(steps)}::text::jsonb)`,
+        idempotent: true,
+      }),
+  });
+  const submit = (s: Step) => step(s, Date.now() + timeoutMs);
+
   return {
-    async createKey(key) {
-      return sql.begin(async (tx) => {
-        const [row] = await tx<KeyRow[]>`
+    createKey: (key) =>
+      call(
+        'create key',
+        () =>
+          sql.begin(async (tx) => {
+            const [row] = await tx<KeyRow[]>`
           INSERT INTO api_keys (id, name, prefix, hash, credits_micro, rate_limit_per_minute, route, created_at, expires_at)
           VALUES (${key.id}, ${key.name}, ${key.prefix}, ${key.hash}, ${key.creditsMicro}, ${key.rateLimitPerMinute},
                   ${key.route}, ${key.createdAt}, ${key.expiresAt})
           RETURNING ${keyColumns}`;
-        if (key.creditsMicro !== null && key.creditsMicro > 0)
-          await tx`INSERT INTO credit_ledger (key_id, delta_micro, at) VALUES (${key.id}, ${key.creditsMicro}, ${key.createdAt})`;
-        return toKey(row as KeyRow);
-      });
-    },
+            if (key.creditsMicro !== null && key.creditsMicro > 0)
+              await tx`INSERT INTO credit_ledger (key_id, delta_micro, at) VALUES (${key.id}, ${key.creditsMicro}, ${key.createdAt})`;
+            return toKey(row as KeyRow);
+          }),
+        false,
+      ),
 
-    async createToken(token) {
-      await sql`
-        INSERT INTO tokens (id, key_id, hash, expires_at, max_credits_micro, origins, subject, rate_limit_per_minute, route, created_at)
-        VALUES (${token.id}, ${token.keyId}, ${token.hash}, ${token.expiresAt}, ${token.maxCreditsMicro},
-                ${token.origins === null ? null : JSON.stringify(token.origins)}, ${token.subject},
-                ${token.rateLimitPerMinute}, ${token.route}, ${token.createdAt})`;
-    },
+    createToken: (token) =>
+      call(
+        'create token',
+        async () => {
+          await sql`
+            INSERT INTO tokens (id, key_id, hash, expires_at, max_credits_micro, origins, subject, rate_limit_per_minute, route, created_at)
+            VALUES (${token.id}, ${token.keyId}, ${token.hash}, ${token.expiresAt}, ${token.maxCreditsMicro},
+                    ${token.origins === null ? null : JSON.stringify(token.origins)}, ${token.subject},
+                    ${token.rateLimitPerMinute}, ${token.route}, ${token.createdAt})`;
+        },
+        false,
+      ),
 
-    async findTokenByHash(hash) {
-      const [row] = await sql<Parameters<typeof toTokenAuth>[0][]>`
-        SELECT ${sql.unsafe(TOKEN_AUTH_COLUMNS)} FROM tokens t JOIN api_keys k ON k.id = t.key_id WHERE t.hash = ${hash}`;
-      return row && toTokenAuth(row);
-    },
+    findTokenByHash: (hash) =>
+      call('find token', async () => {
+        const [row] = await sql<Parameters<typeof toTokenAuth>[0][]>`
+          SELECT ${sql.unsafe(TOKEN_AUTH_COLUMNS)} FROM tokens t JOIN api_keys k ON k.id = t.key_id WHERE t.hash = ${hash}`;
+        return row && toTokenAuth(row);
+      }),
 
-    async findKeyByHash(hash) {
-      const [row] = await sql<KeyAuth[]>`
-        SELECT id, prefix, rate_limit_per_minute AS "rateLimitPerMinute", route, expires_at AS "expiresAt",
-               revoked_at AS "revokedAt"
-        FROM api_keys WHERE hash = ${hash}`;
-      return row;
-    },
+    findKeyByHash: (hash) =>
+      call('find key', async () => {
+        const [row] = await sql<KeyAuth[]>`
+          SELECT id, prefix, rate_limit_per_minute AS "rateLimitPerMinute", route, expires_at AS "expiresAt",
+                 revoked_at AS "revokedAt"
+          FROM api_keys WHERE hash = ${hash}`;
+        return row;
+      }),
 
-    async getKey(id) {
-      const [row] = await sql<KeyRow[]>`SELECT ${keyColumns} FROM api_keys WHERE id = ${id}`;
-      return row && toKey(row);
-    },
+    getKey: (id) =>
+      call('get key', async () => {
+        const [row] = await sql<KeyRow[]>`SELECT ${keyColumns} FROM api_keys WHERE id = ${id}`;
+        return row && toKey(row);
+      }),
 
-    async listKeys(limit, after) {
-      const rows = await sql<KeyRow[]>`
-        SELECT ${keyColumns} FROM api_keys
-        ${after === undefined ? sql`` : sql`WHERE (created_at, id) < (${after.createdAt}, ${after.id})`}
-        ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`;
-      return pageOf(rows.map(toKey), limit);
-    },
+    listKeys: (limit, after) =>
+      call('list keys', async () => {
+        const rows = await sql<KeyRow[]>`
+          SELECT ${keyColumns} FROM api_keys
+          ${after === undefined ? sql`` : sql`WHERE (created_at, id) < (${after.createdAt}, ${after.id})`}
+          ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`;
+        return pageOf(rows.map(toKey), limit);
+      }),
 
-    async countKeys() {
-      const [row] = await sql<{ n: number }[]>`SELECT COUNT(*)::bigint AS n FROM api_keys`;
-      return row?.n ?? 0;
-    },
+    countKeys: () =>
+      call('count keys', async () => {
+        const [row] = await sql<{ n: number }[]>`SELECT COUNT(*)::bigint AS n FROM api_keys`;
+        return row?.n ?? 0;
+      }),
 
-    async adjustCredits(id, delta, at) {
-      return sql.begin(async (tx) => {
-        const [row] = await tx<KeyRow[]>`SELECT ${keyColumns} FROM api_keys WHERE id = ${id} FOR UPDATE`;
-        if (!row) return { ok: false, code: 'not_found' } as const;
-        if (row.credits_micro === null) return { ok: false, code: 'unlimited' } as const;
-        const balance = row.credits_micro + delta;
-        if (balance < 0) return { ok: false, code: 'would_go_negative' } as const;
-        await tx`UPDATE api_keys SET credits_micro = ${balance} WHERE id = ${id}`;
-        if (delta !== 0)
-          await tx`INSERT INTO credit_ledger (key_id, delta_micro, at) VALUES (${id}, ${delta}, ${at})`;
-        return { ok: true, key: toKey({ ...row, credits_micro: balance }) } as const;
-      });
-    },
+    adjustCredits: (id, delta, at) =>
+      call(
+        'adjust credits',
+        () =>
+          sql.begin(async (tx) => {
+            const [row] = await tx<KeyRow[]>`SELECT ${keyColumns} FROM api_keys WHERE id = ${id} FOR UPDATE`;
+            if (!row) return { ok: false, code: 'not_found' } as const;
+            if (row.credits_micro === null) return { ok: false, code: 'unlimited' } as const;
+            const balance = row.credits_micro + delta;
+            if (balance < 0) return { ok: false, code: 'would_go_negative' } as const;
+            if (balance > CREDIT_CEILING_MICRO) return { ok: false, code: 'over_ceiling' } as const;
+            await tx`UPDATE api_keys SET credits_micro = ${balance} WHERE id = ${id}`;
+            if (delta !== 0)
+              await tx`INSERT INTO credit_ledger (key_id, delta_micro, at) VALUES (${id}, ${delta}, ${at})`;
+            return { ok: true, key: toKey({ ...row, credits_micro: balance }) } as const;
+          }),
+        false,
+      ),
 
-    async revokeKey(id, at) {
-      const [row] = await sql<KeyRow[]>`
-        UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${at}) WHERE id = ${id} RETURNING ${keyColumns}`;
-      return row && toKey(row);
-    },
+    revokeKey: (id, at) =>
+      call('revoke key', async () => {
+        const [row] = await sql<KeyRow[]>`
+          UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${at}) WHERE id = ${id} RETURNING ${keyColumns}`;
+        return row && toKey(row);
+      }),
 
     async reserve(keyId, requestId, amount, at, staleBefore, tokenId) {
       if (at - lastSweep > 60_000) {
         lastSweep = at;
-        await sql`DELETE FROM reservations WHERE created_at < ${staleBefore}`;
+        // Housekeeping only: stale reservations already count nowhere, swept or not.
+        call(
+          'sweep stale reservations',
+          () => sql`DELETE FROM reservations WHERE created_at < ${staleBefore}`,
+        ).catch(() => {});
       }
-      const [row] = await sql<{ granted: boolean; reservation: number | null; available: number | null }[]>`
-        SELECT * FROM dg_reserve(${keyId}, ${requestId}, ${amount}::bigint, ${at}::bigint, ${staleBefore}::bigint,
-          ${tokenId ?? null}::text)`;
-      if (row?.granted)
+      const row = await submit({
+        op: 'reserve',
+        key: keyId,
+        request: requestId,
+        amount,
+        at,
+        staleBefore,
+        token: tokenId ?? null,
+      });
+      if (row.refused !== null) return { ok: false, code: 'key_refused', reason: row.refused as KeyRefusal };
+      if (row.granted)
         return { ok: true, reservationId: row.reservation === null ? null : String(row.reservation) };
-      return { ok: false, code: 'insufficient_credits', availableMicro: row?.available ?? 0 };
+      return { ok: false, code: 'insufficient_credits', availableMicro: row.available ?? 0 };
     },
 
     async settle(reservationId, entry, staleBefore) {
-      const [row] = await sql<{ debit: number }[]>`
-        SELECT dg_settle(${reservationId === null ? null : Number(reservationId)}::bigint, ${entry.requestId},
-          ${entry.keyId}, ${entry.creditsMicro}::bigint, ${staleBefore}::bigint, ${entry.inputTokens},
-          ${entry.outputTokens}, ${entry.questions}, ${entry.status}, ${entry.elapsedMs}, ${entry.at}::bigint,
-          ${entry.route}, ${entry.upstream}, ${entry.cached}, ${entry.tokenId}::text, ${entry.subject}::text) AS debit`;
-      return row?.debit ?? 0;
+      const row = await submit({
+        op: 'settle',
+        ...usageStep(reservationId, entry),
+        cost: entry.creditsMicro,
+        staleBefore,
+      });
+      return row.debit ?? 0;
     },
 
     async release(reservationId, entry) {
-      await sql`
-        SELECT dg_release(${reservationId === null ? null : Number(reservationId)}::bigint, ${entry.requestId},
-          ${entry.keyId}, ${entry.inputTokens}, ${entry.outputTokens}, ${entry.questions}, ${entry.status},
-          ${entry.elapsedMs}, ${entry.at}::bigint, ${entry.route}, ${entry.upstream}, ${entry.cached},
-          ${entry.tokenId}::text, ${entry.subject}::text)`;
+      await submit({ op: 'release', ...usageStep(reservationId, entry) });
     },
 
-    async usageSeries({ keyId, from, to, stepMs }) {
-      const rows = await sql<SeriesBucket[]>`
+    usageSeries: ({ keyId, from, to, stepMs }) =>
+      call('usage series', async () => {
+        const rows = await sql<SeriesBucket[]>`
         SELECT ((at - ${from}::bigint) / ${stepMs}::bigint)::int AS bucket,
                COUNT(*)::int AS requests,
                (COUNT(*) FILTER (WHERE status <> 200))::int AS errors,
@@ -203,59 +256,72 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
         FROM usage_records
         WHERE at >= ${from}::bigint AND at < ${to}::bigint AND (${keyId ?? null}::text IS NULL OR key_id = ${keyId ?? null})
         GROUP BY 1 ORDER BY 1`;
-      return rows.map((row) => ({
-        ...row,
-        creditsMicro: Number(row.creditsMicro),
-        inputTokens: Number(row.inputTokens),
-        outputTokens: Number(row.outputTokens),
-      }));
-    },
-    async usage(keyId, limit) {
-      const [totals] = await sql<{ requests: number; credits: number; input: number; output: number }[]>`
+        return rows.map((row) => ({
+          ...row,
+          creditsMicro: Number(row.creditsMicro),
+          inputTokens: Number(row.inputTokens),
+          outputTokens: Number(row.outputTokens),
+        }));
+      }),
+
+    usage: (keyId, limit) =>
+      call('usage', async () => {
+        const [totals] = await sql<{ requests: number; credits: number; input: number; output: number }[]>`
         SELECT COUNT(*)::bigint AS requests, COALESCE(SUM(credits_micro), 0)::bigint AS credits,
                COALESCE(SUM(input_tokens), 0)::bigint AS input, COALESCE(SUM(output_tokens), 0)::bigint AS output
         FROM usage_records WHERE key_id = ${keyId}`;
-      const recent = await sql<UsageRow[]>`
+        const recent = await sql<UsageRow[]>`
         SELECT * FROM usage_records WHERE key_id = ${keyId} ORDER BY at DESC, id DESC LIMIT ${limit}`;
-      return {
-        totals: {
-          requests: totals?.requests ?? 0,
-          creditsMicro: totals?.credits ?? 0,
-          inputTokens: totals?.input ?? 0,
-          outputTokens: totals?.output ?? 0,
-        },
-        recent: recent.map(toUsage),
-      };
-    },
+        return {
+          totals: {
+            requests: totals?.requests ?? 0,
+            creditsMicro: totals?.credits ?? 0,
+            inputTokens: totals?.input ?? 0,
+            outputTokens: totals?.output ?? 0,
+          },
+          recent: recent.map(toUsage),
+        };
+      }),
 
-    async ledgerBalance(keyId) {
-      const [row] = await sql<{ total: number }[]>`
-        SELECT (SELECT COALESCE(SUM(delta_micro), 0) FROM credit_ledger WHERE key_id = ${keyId})::bigint
-             - (SELECT COALESCE(SUM(credits_micro), 0) FROM usage_records WHERE key_id = ${keyId})::bigint AS total`;
-      return row?.total ?? 0;
-    },
+    ledgerBalance: (keyId) =>
+      call('ledger balance', async () => {
+        const [row] = await sql<{ total: number }[]>`
+          SELECT (SELECT COALESCE(SUM(delta_micro), 0) FROM credit_ledger WHERE key_id = ${keyId})::bigint
+               - (SELECT COALESCE(SUM(credits_micro), 0) FROM usage_records WHERE key_id = ${keyId})::bigint AS total`;
+        return row?.total ?? 0;
+      }),
 
     async checkWritable() {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`PostgreSQL did not answer within ${READY_TIMEOUT_MS} ms`)),
-          READY_TIMEOUT_MS,
-        );
-      });
-      try {
-        await Promise.race([
-          sql`INSERT INTO heartbeat (id, at) VALUES (1, ${Date.now()})
-              ON CONFLICT (id) DO UPDATE SET at = excluded.at`,
-          timeout,
-        ]);
-      } finally {
-        clearTimeout(timer);
-      }
+      await call(
+        'readiness',
+        () =>
+          sql`INSERT INTO heartbeat (id, at) VALUES (1, ${Date.now()}) ON CONFLICT (id) DO UPDATE SET at = excluded.at`,
+        false,
+      );
     },
 
     async close() {
       await sql.end({ timeout: 5 });
     },
+  };
+}
+
+/** The usage record of a settle or release, as a step of `dg_apply`. */
+function usageStep(reservationId: string | null, entry: UsageEntry) {
+  return {
+    key: entry.keyId,
+    reservation: reservationId === null ? null : Number(reservationId),
+    request: entry.requestId,
+    input: entry.inputTokens,
+    output: entry.outputTokens,
+    questions: entry.questions,
+    status: entry.status,
+    elapsed: entry.elapsedMs,
+    at: entry.at,
+    route: entry.route,
+    upstream: entry.upstream,
+    cached: entry.cached,
+    token: entry.tokenId,
+    subject: entry.subject,
   };
 }

@@ -23,7 +23,12 @@ interface Pending {
  * in its own savepoint, so only the failing op fails: savepoints cost two statements per op, paid
  * only when needed. Ops must therefore be safe to run twice (a rolled-back run leaves no trace).
  */
-export function createGroupCommit(db: Database.Database, beforeBatch: () => void = () => {}) {
+export function createGroupCommit(
+  db: Database.Database,
+  beforeBatch: () => void = () => {},
+  /** What a failure becomes for the caller (e.g. storage trouble → the store's own error). */
+  classify: (error: unknown) => unknown = (error) => error,
+) {
   let queue: Pending[] = [];
   let scheduled = false;
 
@@ -65,13 +70,13 @@ export function createGroupCommit(db: Database.Database, beforeBatch: () => void
     } catch (error) {
       // The commit itself failed (e.g. the database stayed locked past busy_timeout, or the file
       // was removed): nothing of this batch happened.
-      for (const op of batch) op.reject(error);
+      for (const op of batch) op.reject(classify(error));
       return;
     }
     batch.forEach((op, i) => {
       const outcome = outcomes[i] as Outcome;
       if (outcome.ok) op.resolve(outcome.value);
-      else op.reject(outcome.error);
+      else op.reject(classify(outcome.error));
     });
   }
 

@@ -89,4 +89,12 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX usage_records_token ON usage_records(token_id) WHERE token_id IS NOT NULL;
     `,
   },
+  {
+    version: 4,
+    name: 'reserve, settle and release idempotent per request',
+    sql: `
+      CREATE INDEX usage_records_request ON usage_records(request_id);
+      CREATE INDEX reservations_request ON reservations(request_id);
+    `,
+  },
 ];

@@ -10,22 +10,47 @@ import {
   toUsage,
   type UsageRow,
 } from '../rows.ts';
-import type {
-  AdjustResult,
-  KeyAuth,
-  NewKey,
-  ReserveResult,
-  SeriesBucket,
-  Store,
-  UsageEntry,
-  UsageTotals,
+import {
+  type AdjustResult,
+  CREDIT_CEILING_MICRO,
+  type KeyAuth,
+  type NewKey,
+  pageOf,
+  type ReserveResult,
+  type SeriesBucket,
+  type Store,
+  StoreUnavailableError,
+  type UsageEntry,
+  type UsageTotals,
 } from '../store.ts';
-import { pageOf } from '../store.ts';
 import { createGroupCommit } from './group-commit.ts';
 import { MIGRATIONS } from './migrations.ts';
 
 /** Keys kept for authentication; past this many the cache starts again from empty. */
 const KEY_CACHE_LIMIT = 10_000;
+
+/** SQLite's result codes for a file it cannot lock, read or write now: storage trouble, not a bug. */
+const TROUBLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|PROTOCOL|NOTADB|CORRUPT)/;
+
+/** Storage trouble becomes the store's own error (503, SPEC §10); anything else stays as it is. */
+function storageTrouble(error: unknown): unknown {
+  const code = (error as { code?: unknown }).code;
+  const file = error instanceof Error && /^the database file /.test(error.message);
+  if ((typeof code === 'string' && TROUBLE.test(code)) || file)
+    return new StoreUnavailableError(`the SQLite database cannot be written: ${(error as Error).message}`, {
+      cause: error,
+    });
+  return error;
+}
+
+/** A write outside group commit, with storage trouble turned into the store's own error. */
+function guarded<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    throw storageTrouble(error);
+  }
+}
 
 /** Apply the migrations this file has not seen yet; returns the versions applied. */
 export function migrate(db: Database.Database): number[] {
@@ -54,17 +79,22 @@ export function migrate(db: Database.Database): number[] {
   return done;
 }
 
+export interface SqliteStoreOptions {
+  /** STORE_TIMEOUT_MS: how long a write waits for another process's lock before giving up (503). */
+  timeoutMs?: number;
+}
+
 /**
  * The Store on a SQLite file (better-sqlite3: synchronous, so each step runs with no interleaving
  * inside this process; BEGIN IMMEDIATE serialises writers across processes). Statements are
  * prepared once; the hot writes (reserve, settle, release) share commits through group commit.
  */
-export function openSqliteStore(path: string): Store {
+export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${Math.trunc(options.timeoutMs ?? 2_000)}`);
   db.pragma('foreign_keys = ON');
   migrate(db);
 
@@ -99,8 +129,11 @@ export function openSqliteStore(path: string): Store {
             - (SELECT COALESCE(SUM(credits_micro), 0) FROM usage_records WHERE key_id = ?) AS total`,
     ),
     /** The balance and what live (not stale) reservations hold, in one statement. */
-    balance: db.prepare<{ keyId: string; since: number }, { credits: number | null; reserved: number }>(
-      `SELECT credits_micro AS credits,
+    balance: db.prepare<
+      { keyId: string; since: number },
+      { credits: number | null; reserved: number; revokedAt: number | null; expiresAt: number | null }
+    >(
+      `SELECT credits_micro AS credits, revoked_at AS revokedAt, expires_at AS expiresAt,
               (SELECT COALESCE(SUM(amount_micro), 0) FROM reservations
                WHERE key_id = @keyId AND created_at >= @since) AS reserved
        FROM api_keys WHERE id = @keyId`,
@@ -118,9 +151,9 @@ export function openSqliteStore(path: string): Store {
     /** A token's cap, what it spent (its usage records) and what its live reservations hold. */
     tokenBudget: db.prepare<
       { tokenId: string; since: number },
-      { cap: number | null; spent: number; held: number }
+      { cap: number | null; spent: number; held: number; expiresAt: number }
     >(
-      `SELECT max_credits_micro AS cap,
+      `SELECT max_credits_micro AS cap, expires_at AS expiresAt,
               (SELECT COALESCE(SUM(credits_micro), 0) FROM usage_records WHERE token_id = @tokenId) AS spent,
               (SELECT COALESCE(SUM(amount_micro), 0) FROM reservations
                WHERE token_id = @tokenId AND created_at >= @since) AS held
@@ -128,8 +161,15 @@ export function openSqliteStore(path: string): Store {
     ),
     // Row ids are reused once deleted: the request id makes sure it is still this request's
     // reservation, not a newer one that took the id after a sweep released this one as stale.
-    deleteReservation: db.prepare<[number, string]>(
-      'DELETE FROM reservations WHERE id = ? AND request_id = ?',
+    deleteReservation: db.prepare<[number, string], { amount: number }>(
+      'DELETE FROM reservations WHERE id = ? AND request_id = ? RETURNING amount_micro AS amount',
+    ),
+    /** Idempotency: a request already holding a reservation, or already recorded. */
+    reservationOf: db.prepare<[string, string], { id: number }>(
+      'SELECT id FROM reservations WHERE request_id = ? AND key_id = ?',
+    ),
+    recordedDebit: db.prepare<[string, string], { debit: number }>(
+      'SELECT credits_micro AS debit FROM usage_records WHERE request_id = ? AND key_id = ?',
     ),
     dropStale: db.prepare<[number]>('DELETE FROM reservations WHERE created_at < ?'),
     debitAndTouch: db.prepare<[number, number, string]>(
@@ -186,6 +226,7 @@ export function openSqliteStore(path: string): Store {
     if (row.credits_micro === null) return { ok: false, code: 'unlimited' };
     const balance = row.credits_micro + delta;
     if (balance < 0) return { ok: false, code: 'would_go_negative' };
+    if (balance > CREDIT_CEILING_MICRO) return { ok: false, code: 'over_ceiling' };
     sql.setCredits.run(balance, id);
     if (delta !== 0) sql.grant.run(id, delta, at);
     return { ok: true, key: toKey({ ...row, credits_micro: balance }) };
@@ -209,7 +250,7 @@ export function openSqliteStore(path: string): Store {
       throw new Error(`the database file ${path} was replaced by another file`);
   };
 
-  const write = createGroupCommit(db, assertSameFile);
+  const write = createGroupCommit(db, assertSameFile, storageTrouble);
 
   /**
    * Keys read for authentication, by hash, valid while no other connection has written to the
@@ -262,7 +303,18 @@ export function openSqliteStore(path: string): Store {
       lastSweep = at;
     }
     const row = sql.balance.get({ keyId, since: staleBefore });
-    if (!row) return { ok: false, code: 'insufficient_credits', availableMicro: 0 };
+    // The key as it stands now: authentication may have read it from a cache (SPEC §5).
+    if (!row) return { ok: false, code: 'key_refused', reason: 'unknown' };
+    if (row.revokedAt !== null) return { ok: false, code: 'key_refused', reason: 'revoked' };
+    if (row.expiresAt !== null && row.expiresAt <= at)
+      return { ok: false, code: 'key_refused', reason: 'expired' };
+    if (tokenId !== null) {
+      const token = sql.tokenBudget.get({ tokenId, since: staleBefore });
+      if (!token || token.expiresAt <= at) return { ok: false, code: 'key_refused', reason: 'token_expired' };
+    }
+    // Asked again for the same request (a retried call): the hold it already has.
+    const held = sql.reservationOf.get(requestId, keyId);
+    if (held) return { ok: true, reservationId: String(held.id) };
     const tokenLeft = tokenAvailable(tokenId, staleBefore);
     if (row.credits === null && tokenLeft === undefined) return { ok: true, reservationId: null };
     const keyLeft = row.credits === null ? Number.MAX_SAFE_INTEGER : row.credits - row.reserved;
@@ -274,11 +326,18 @@ export function openSqliteStore(path: string): Store {
   };
 
   const settle = (reservationId: string | null, entry: UsageEntry, staleBefore: number): number => {
-    if (reservationId !== null) sql.deleteReservation.run(Number(reservationId), entry.requestId);
+    // Settled already (a retried call): the first debit stands, nothing is written twice.
+    const recorded = sql.recordedDebit.get(entry.requestId, entry.keyId);
+    if (recorded) return recorded.debit;
+    let debit = entry.creditsMicro;
+    if (reservationId !== null) {
+      // Never more than was reserved (SPEC §7).
+      const held = sql.deleteReservation.get(Number(reservationId), entry.requestId);
+      if (held) debit = Math.min(debit, held.amount);
+    }
     // Live reservations of other requests count against the cap; stale ones (left by a crashed
     // process) count nowhere, even before the sweep removes them (SPEC §7).
     const row = sql.balance.get({ keyId: entry.keyId, since: staleBefore });
-    let debit = entry.creditsMicro;
     // A capped token never spends past its cap, beside its other live reservations (SPEC §14).
     const tokenLeft = tokenAvailable(entry.tokenId, staleBefore);
     if (tokenLeft !== undefined) debit = Math.min(debit, Math.max(0, tokenLeft));
@@ -294,6 +353,7 @@ export function openSqliteStore(path: string): Store {
   };
 
   const release = (reservationId: string | null, entry: UsageEntry) => {
+    if (sql.recordedDebit.get(entry.requestId, entry.keyId)) return;
     if (reservationId !== null) sql.deleteReservation.run(Number(reservationId), entry.requestId);
     sql.insertUsage.run({ ...entry, creditsMicro: 0, cachedFlag: entry.cached ? 1 : 0 });
     sql.touch.run(entry.at, entry.keyId);
@@ -301,7 +361,7 @@ export function openSqliteStore(path: string): Store {
 
   return {
     async createKey(key) {
-      createKey.immediate(key);
+      guarded(() => createKey.immediate(key));
       return toKey(sql.keyById.get(key.id) as KeyRow);
     },
     async findKeyByHash(hash) {
@@ -331,10 +391,10 @@ export function openSqliteStore(path: string): Store {
       return sql.countKeys.get()?.n ?? 0;
     },
     async adjustCredits(id, delta, at) {
-      return adjustCredits.immediate(id, delta, at);
+      return guarded(() => adjustCredits.immediate(id, delta, at));
     },
     async revokeKey(id, at) {
-      sql.revoke.run(at, id);
+      guarded(() => sql.revoke.run(at, id));
       keyCache.clear();
       const row = sql.keyById.get(id);
       return row && toKey(row);

@@ -1,0 +1,99 @@
+import { StoreUnavailableError } from '../store.ts';
+import { troubleOf } from './deadline.ts';
+
+/** One reserve, settle or release, as `dg_apply` reads it (migration 4); the batcher adds its deadline. */
+export type Step = { op: 'reserve' | 'settle' | 'release'; key: string } & Record<
+  string,
+  string | number | boolean | null
+>;
+
+/** What `dg_apply` answers for one step. */
+export interface StepRow {
+  step: number;
+  granted: boolean;
+  reservation: number | null;
+  available: number | null;
+  debit: number | null;
+  refused: string | null;
+}
+
+interface Pending {
+  step: Step;
+  deadline: number;
+  resolve: (row: StepRow) => void;
+  reject: (error: unknown) => void;
+}
+
+const lateStep = () =>
+  new StoreUnavailableError('PostgreSQL did not answer within its deadline (a step came late)');
+
+export interface StepBatcherOptions {
+  /** Runs a batch as one statement; `deadline` (epoch ms) bounds it, retries included. */
+  apply(steps: Step[], deadline: number): Promise<StepRow[]>;
+  /** Most steps in one statement. */
+  maxSteps?: number;
+}
+
+/**
+ * Group commit for PostgreSQL: steps asked for while a batch is on its way wait and go together
+ * in the next one, one statement, one round trip and one commit for all of them, as the SQLite
+ * store's group commit shares one transaction. A lone step goes at once, so an idle gateway adds
+ * no wait. Every step is idempotent per request, so a batch may be retried whole; should one step
+ * fail for a reason of its own (a bug, not storage trouble), each step runs again alone, so only
+ * that one fails.
+ */
+export function createStepBatcher(options: StepBatcherOptions) {
+  const maxSteps = options.maxSteps ?? 256;
+  let queue: Pending[] = [];
+  let running = false;
+
+  async function pump() {
+    running = true;
+    try {
+      while (queue.length > 0) {
+        const batch = queue.slice(0, maxSteps);
+        queue = queue.slice(batch.length);
+        await run(batch);
+      }
+    } finally {
+      running = false;
+    }
+  }
+
+  async function run(batch: Pending[]): Promise<void> {
+    const now = Date.now();
+    const live = batch.filter((p) => {
+      if (p.deadline > now) return true;
+      p.reject(lateStep());
+      return false;
+    });
+    if (live.length === 0) return;
+    const deadline = Math.min(...live.map((p) => p.deadline));
+    try {
+      const rows = await options.apply(
+        live.map((p) => ({ ...p.step, deadline: p.deadline })),
+        deadline,
+      );
+      if (rows.length !== live.length)
+        throw new Error(`dg_apply answered ${rows.length} of ${live.length} steps`);
+      for (const row of rows) {
+        const pending = live[row.step];
+        if (row.refused === 'late') pending?.reject(lateStep());
+        else pending?.resolve(row);
+      }
+    } catch (error) {
+      if (live.length > 1 && troubleOf(error) === 'other' && !(error instanceof StoreUnavailableError)) {
+        for (const p of live) await run([p]);
+        return;
+      }
+      for (const p of live) p.reject(error);
+    }
+  }
+
+  return function submit(step: Step, deadline: number): Promise<StepRow> {
+    return new Promise<StepRow>((resolve, reject) => {
+      queue.push({ step, deadline, resolve, reject });
+      if (!running) void pump();
+    });
+  };
+}
