@@ -6,13 +6,22 @@ import { repoRoot } from './processes.ts';
 
 /** A key with ample credits in a new SQLite file at `path` (or a PostgreSQL URL); returns the plain key. */
 export async function createBenchKey(path: string): Promise<string> {
+  return (await createBenchKeys(path, 1))[0] as string;
+}
+
+/** `count` keys with ample credits in the SQLite file at `path` (or a PostgreSQL URL). */
+export async function createBenchKeys(path: string, count: number): Promise<string[]> {
   const store: Store = path.startsWith('postgres')
     ? await openPostgresStore(path, { poolSize: 1 })
     : openSqliteStore(path);
   try {
-    const created = await createKeyService(store).create({ name: 'bench', credits: 1_000_000_000 });
-    if (!created.ok) throw new Error(created.error.message);
-    return created.value.key;
+    const keys: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const created = await createKeyService(store).create({ name: `bench ${i}`, credits: 1_000_000_000 });
+      if (!created.ok) throw new Error(created.error.message);
+      keys.push(created.value.key);
+    }
+    return keys;
   } finally {
     await store.close();
   }

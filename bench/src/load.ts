@@ -10,6 +10,8 @@ export interface Target {
   body: string;
   /** More instances serving the same gateway: the load is split evenly over all of them. */
   replicas?: { server: Running; url: string }[];
+  /** The load spread over these API keys, one after another (in place of one key in `headers`). */
+  keys?: string[];
 }
 
 export interface LoadResult {
@@ -24,12 +26,24 @@ export interface LoadResult {
 
 /** autocannon against one target, for a duration or a number of requests. */
 function fire(target: Target, connections: number, limit: { duration: number } | { amount: number }) {
+  const keys = target.keys;
+  let next = 0;
   return autocannon({
     url: target.url,
     method: 'POST',
     headers: { 'content-type': 'application/json', ...target.headers },
     body: target.body,
     connections,
+    ...(keys && {
+      requests: [
+        {
+          setupRequest: (request: autocannon.Request) => ({
+            ...request,
+            headers: { ...request.headers, authorization: `Bearer ${keys[next++ % keys.length]}` },
+          }),
+        },
+      ],
+    }),
     ...limit,
   });
 }

@@ -81,10 +81,16 @@ describe('loadConfig', () => {
       REDIS_KEY_PREFIX: 'gw1:',
       REQUEST_TIMEOUT_MS: '5000',
       SHUTDOWN_TIMEOUT_MS: '1000',
+      STORE_TIMEOUT_MS: '750',
     });
     if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
     expect(loaded.config).toMatchObject({
-      database: { kind: 'postgres', url: 'postgres://postgres@127.0.0.1:5432/gateway', poolSize: 4 },
+      database: {
+        kind: 'postgres',
+        url: 'postgres://postgres@127.0.0.1:5432/gateway',
+        poolSize: 4,
+        timeoutMs: 750,
+      },
       embeddedDatabase: false,
       redis: { url: 'redis://127.0.0.1:6379', keyPrefix: 'gw1:' },
       requestTimeoutMs: 5000,
@@ -99,6 +105,7 @@ describe('loadConfig', () => {
     ['DATABASE_POOL_SIZE', '0', 'DATABASE_POOL_SIZE: must be at least 1'],
     ['REDIS_URL', 'http://x', 'REDIS_URL: must be redis://… or rediss://…'],
     ['REQUEST_TIMEOUT_MS', 'soon', 'REQUEST_TIMEOUT_MS: must be a whole number'],
+    ['STORE_TIMEOUT_MS', '0', 'STORE_TIMEOUT_MS: must be at least 1'],
     ['ADMIN_TOKEN', 'short', 'ADMIN_TOKEN: must be at least 16 characters'],
     ['RATE_LIMIT_PER_MINUTE', '-1', 'RATE_LIMIT_PER_MINUTE: must be a whole number'],
     ['UPSTREAM', 'magic', 'UPSTREAM: must be lexical, systemone or openai'],

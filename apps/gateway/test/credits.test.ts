@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MICRO } from '../src/core/credits.ts';
-import {
-  bearer,
-  get,
-  post,
-  sampleRequest,
-  scriptedUpstream,
-  startGateway,
-  type TestGateway,
-} from './harness.ts';
+import { bearer, post, sampleRequest, scriptedUpstream, startGateway, type TestGateway } from './harness.ts';
 
 /** SPEC §7's invariants for one key, checked against the store. */
 async function expectInvariants(gw: TestGateway, keyId: string, granted: number, creditsUsed: number[]) {

@@ -139,6 +139,10 @@ describe('checkAnswers', () => {
 });
 
 describe('checkUsage', () => {
+  it('accepts counts up to 2^31 − 1, what a usage record holds', () => {
+    expect(checkUsage({ input_tokens: 2 ** 31 - 1, output_tokens: 2 ** 31 - 1 }).ok).toBe(true);
+  });
+
   it('accepts non-negative integer counts', () => {
     expect(checkUsage({ input_tokens: 412, output_tokens: 0, cached: 3 })).toEqual({
       ok: true,
@@ -154,6 +158,8 @@ describe('checkUsage', () => {
     { input_tokens: -1, output_tokens: 0 },
     { input_tokens: 1.5, output_tokens: 0 },
     { input_tokens: '3', output_tokens: 0 },
+    { input_tokens: 2 ** 31, output_tokens: 0 },
+    { input_tokens: 0, output_tokens: 1e12 },
   ])('refuses %j', (usage) => {
     expect(checkUsage(usage).ok).toBe(false);
   });

@@ -250,13 +250,22 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
 
   async function evaluate(call: EvaluationCall): Promise<EvaluationOutcome> {
     const log: EvaluationLog = {};
+    const payer: { key?: Payer } = {};
     try {
-      return await evaluateLogged(call, log);
+      return await evaluateLogged(call, log, payer);
     } catch (error) {
       // Storage trouble is never a 500 (SPEC §10): the caller may try again shortly.
       if (!(error instanceof StoreUnavailableError)) throw error;
       deps.logger.warn({ err: error, requestId: call.requestId }, 'the store is unavailable');
       log.reason = error.message;
+      // Whatever the store did or did not do for this request, it ends as a failure: recorded
+      // once the store answers again, its hold freed, and its debit undone should a settle whose
+      // answer was lost have gone through.
+      if (payer.key && !abandoned(call.requestId))
+        releaseEventually({
+          ...usageEntry(call, payer.key, NO_USAGE, 0, 503, log.questions ?? 0),
+          route: log.route ?? null,
+        });
       const unavailable = failure(
         'unavailable',
         'the gateway cannot reach its database now; try again shortly',
@@ -268,7 +277,41 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     }
   }
 
-  async function evaluateLogged(call: EvaluationCall, log: EvaluationLog): Promise<EvaluationOutcome> {
+  /**
+   * Release a failed request in the background until the store takes it (SPEC §§4, 7): retried
+   * with growing waits while the store is unavailable, for at most RECONCILE.giveUpAfterMs.
+   */
+  function releaseEventually(entry: UsageEntry) {
+    const started = clock();
+    let waitMs: number = RECONCILE.firstWaitMs;
+    const attempt = () => {
+      deps.store.release(null, entry).then(
+        () =>
+          deps.logger.info(
+            { requestId: entry.requestId },
+            'recorded a request the store could not take in time',
+          ),
+        (error: unknown) => {
+          if (!(error instanceof StoreUnavailableError) || clock() - started > RECONCILE.giveUpAfterMs) {
+            deps.logger.error(
+              { err: error, requestId: entry.requestId },
+              'could not record a failed request',
+            );
+            return;
+          }
+          setTimeout(attempt, waitMs).unref();
+          waitMs = Math.min(RECONCILE.maxWaitMs, waitMs * 2);
+        },
+      );
+    };
+    setTimeout(attempt, waitMs).unref();
+  }
+
+  async function evaluateLogged(
+    call: EvaluationCall,
+    log: EvaluationLog,
+    payer: { key?: Payer },
+  ): Promise<EvaluationOutcome> {
     const auth = await deps.authenticate(credentialsOf(call, true));
     if (!auth.ok) return { ok: false, failure: auth.failure, meta: { requestId: call.requestId }, log };
     const { principal } = auth;
@@ -277,6 +320,7 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       token: principal.kind === 'token' ? principal.token : null,
       unconfirmed: auth.fromCache,
     };
+    payer.key = key;
     log.keyPrefix = key.prefix;
 
     // The key's bucket for every request; a token's own bucket on top of it (SPEC §14).
@@ -555,6 +599,9 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
 }
 
 const NO_USAGE: Usage = { input_tokens: 0, output_tokens: 0 };
+
+/** How a failed request is recorded once the store is back: waits from 250 ms to 5 s, for 15 minutes. */
+const RECONCILE = { firstWaitMs: 250, maxWaitMs: 5_000, giveUpAfterMs: 15 * 60_000 } as const;
 
 /** What the response says of the evaluation so far: the route once known, the upstream once one answered. */
 function metaOf(call: EvaluationCall, log: EvaluationLog): ResponseMeta {

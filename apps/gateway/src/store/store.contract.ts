@@ -239,7 +239,6 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         if (!first.ok) return;
         expect(await store.settle(first.reservationId, entry(key.id, 'same', 500_000), 0)).toBe(500_000);
         expect(await store.settle(first.reservationId, entry(key.id, 'same', 500_000), 0)).toBe(500_000);
-        await store.release(null, { ...entry(key.id, 'same', 0), status: 503 });
         const failed = await store.reserve(key.id, 'failed', 1, now, 0);
         if (!failed.ok) throw new Error('expected a hold');
         await store.release(failed.reservationId, { ...entry(key.id, 'failed', 0), status: 502 });
@@ -251,6 +250,37 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         ]);
         expect((await store.getKey(key.id))?.creditsMicro).toBe(500_000);
         expect(await store.ledgerBalance(key.id)).toBe(500_000);
+      }));
+
+    it('a failed request is never charged: its release undoes a settle whose answer was lost, and frees a hold by request id', () =>
+      withStore(async ({ store, openAnother }) => {
+        const key = newKey({ creditsMicro: MICRO });
+        await store.createKey(key);
+        const now = Date.now();
+        const lost = await store.reserve(key.id, 'lost-settle', 300_000, now, 0);
+        if (!lost.ok) throw new Error('expected a hold');
+        expect(await store.settle(lost.reservationId, entry(key.id, 'lost-settle', 250_000), 0)).toBe(
+          250_000,
+        );
+        // The caller was answered 503: released later, from another instance, without the hold's id.
+        const other = await openAnother();
+        await other.release(null, { ...entry(key.id, 'lost-settle', 0), status: 503 });
+        await other.release(null, { ...entry(key.id, 'lost-settle', 0), status: 503 });
+        // A reserve whose answer was lost: its hold is found by the request id.
+        expect((await store.reserve(key.id, 'lost-reserve', 400_000, now, 0)).ok).toBe(true);
+        await other.release(null, { ...entry(key.id, 'lost-reserve', 0), status: 503 });
+        expect((await store.reserve(key.id, 'whole', MICRO, now, 0)).ok).toBe(true);
+        expect((await store.getKey(key.id))?.creditsMicro).toBe(MICRO);
+        expect(await store.ledgerBalance(key.id)).toBe(MICRO);
+        const records = (await store.usage(key.id, 10)).recent.map((r) => [
+          r.requestId,
+          r.status,
+          r.creditsMicro,
+        ]);
+        expect(records.sort()).toEqual([
+          ['lost-reserve', 503, 0],
+          ['lost-settle', 503, 0],
+        ]);
       }));
 
     it('never debits more than was reserved, and keeps token counts up to 2^31 − 1', () =>

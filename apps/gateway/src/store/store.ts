@@ -170,8 +170,10 @@ export interface Store {
    */
   settle(reservationId: string | null, entry: UsageEntry, staleBefore: number): Promise<number>;
   /**
-   * Release the reservation (if any) and write the usage entry of a failed request (0 credits).
-   * Idempotent per request, like settle.
+   * Release the reservation and write the usage entry of a failed request (0 credits). Without a
+   * reservation id, whatever the request holds is released. Idempotent per request, like settle;
+   * should the request have been settled after all (a settle whose answer was lost), its debit is
+   * undone, since its caller was answered a failure (SPEC §4: a failed request is never charged).
    */
   release(reservationId: string | null, entry: UsageEntry): Promise<void>;
 

@@ -39,13 +39,8 @@ export function troubleOf(error: unknown): Trouble {
   return 'other';
 }
 
-/** A query that can be given up on: postgres.js's queries have `cancel()`. */
-interface Cancellable<T> extends PromiseLike<T> {
-  cancel?: () => unknown;
-}
-
 export interface Attempt<T> {
-  run: () => Cancellable<T>;
+  run: () => PromiseLike<T>;
   /**
    * Whether trouble reaching the database may be retried: true only for steps that are
    * idempotent (a lost acknowledgement may hide a commit). Conflicts are always retried.
@@ -62,10 +57,13 @@ export function backoffMs(attempt: number, random: () => number = Math.random): 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Runs `attempt` until it succeeds or `deadline` (epoch ms) passes. A try still running at the
- * deadline is cancelled (taken off postgres.js's queue, or cancelled on the server) and the call
- * ends with StoreUnavailableError; so does trouble reaching the database that may not be retried.
- * Other errors (bugs) are thrown as they are.
+ * Runs `attempt` until it succeeds or `deadline` (epoch ms) passes; then, or on trouble reaching
+ * the database that may not be retried, the call ends with StoreUnavailableError. Other errors
+ * (bugs) are thrown as they are. A try still running at the deadline is left to end by itself:
+ * the server's statement_timeout bounds it, and a reserve, settle or release that reaches the
+ * database after its deadline does nothing (`dg_apply`). It is not cancelled: postgres.js's
+ * `cancel()` on a query waiting for a connection leaves that connection unusable (seen here:
+ * every later query on the pool waited forever after an outage).
  */
 export async function withDeadline<T>(what: string, deadline: number, attempt: Attempt<T>): Promise<T> {
   for (let tries = 0; ; tries++) {
@@ -98,14 +96,10 @@ function timedOut(what: string) {
   return new StoreUnavailableError(`PostgreSQL did not answer within its deadline (${what})`);
 }
 
-async function raceDeadline<T>(query: Cancellable<T>, ms: number, what: string): Promise<T> {
+async function raceDeadline<T>(query: PromiseLike<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      // Off the queue if it was never sent; a cancel request to the server if it was.
-      Promise.resolve(query.cancel?.()).catch(() => {});
-      reject(timedOut(what));
-    }, ms);
+    timer = setTimeout(() => reject(timedOut(what)), ms);
   });
   try {
     return await Promise.race([query, expired]);

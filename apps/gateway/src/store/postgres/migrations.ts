@@ -409,15 +409,25 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
         p_route text, p_upstream text, p_cached boolean, p_token text, p_subject text)
       RETURNS void
       LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_debit bigint;
+        v_status integer;
       BEGIN
         PERFORM 1 FROM api_keys k WHERE k.id = p_key FOR UPDATE;
-        PERFORM 1 FROM usage_records u WHERE u.request_id = p_request AND u.key_id = p_key;
+        SELECT u.credits_micro, u.status INTO v_debit, v_status
+        FROM usage_records u WHERE u.request_id = p_request AND u.key_id = p_key;
         IF FOUND THEN
+          -- Settled, yet its caller was answered a failure (the settle's acknowledgement was lost
+          -- with the connection): a failed request is never charged, so the debit is undone.
+          IF v_status = 200 AND p_status <> 200 THEN
+            UPDATE usage_records SET credits_micro = 0, status = p_status WHERE request_id = p_request AND key_id = p_key;
+            UPDATE api_keys SET credits_micro = credits_micro + v_debit WHERE id = p_key AND credits_micro IS NOT NULL;
+          END IF;
           RETURN;
         END IF;
-        IF p_reservation IS NOT NULL THEN
-          DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request;
-        END IF;
+        -- Without its id (a reserve whose answer was lost), the request's hold is found by its request id.
+        DELETE FROM reservations r
+        WHERE r.request_id = p_request AND r.key_id = p_key AND (p_reservation IS NULL OR r.id = p_reservation);
         INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status,
                                    elapsed_ms, at, route, upstream, cached, token_id, subject)
         VALUES (p_request, p_key, 0, p_input, p_output, p_questions, p_status, p_elapsed, p_at,

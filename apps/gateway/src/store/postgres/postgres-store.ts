@@ -82,6 +82,9 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     types: { int8 },
     onnotice: () => {},
     connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+    // Seconds before reconnecting after a failure: postgres.js grows this to 20 s, so a database
+    // back after an outage would be used only that much later. A quarter second at most.
+    backoff: (attempts: number) => Math.min(0.25, 0.01 * 2 ** attempts),
     connection: { application_name: 'decision-gateway', statement_timeout: timeoutMs },
   });
   try {

@@ -168,8 +168,17 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     reservationOf: db.prepare<[string, string], { id: number }>(
       'SELECT id FROM reservations WHERE request_id = ? AND key_id = ?',
     ),
-    recordedDebit: db.prepare<[string, string], { debit: number }>(
-      'SELECT credits_micro AS debit FROM usage_records WHERE request_id = ? AND key_id = ?',
+    recordedDebit: db.prepare<[string, string], { debit: number; status: number }>(
+      'SELECT credits_micro AS debit, status FROM usage_records WHERE request_id = ? AND key_id = ?',
+    ),
+    deleteReservationOf: db.prepare<[string, string]>(
+      'DELETE FROM reservations WHERE request_id = ? AND key_id = ?',
+    ),
+    voidUsage: db.prepare<[number, string, string]>(
+      'UPDATE usage_records SET credits_micro = 0, status = ? WHERE request_id = ? AND key_id = ?',
+    ),
+    refund: db.prepare<[number, string]>(
+      'UPDATE api_keys SET credits_micro = credits_micro + ? WHERE id = ? AND credits_micro IS NOT NULL',
     ),
     dropStale: db.prepare<[number]>('DELETE FROM reservations WHERE created_at < ?'),
     debitAndTouch: db.prepare<[number, number, string]>(
@@ -353,8 +362,17 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   };
 
   const release = (reservationId: string | null, entry: UsageEntry) => {
-    if (sql.recordedDebit.get(entry.requestId, entry.keyId)) return;
+    const recorded = sql.recordedDebit.get(entry.requestId, entry.keyId);
+    if (recorded) {
+      // Settled, yet its caller was answered a failure: a failed request is never charged.
+      if (recorded.status === 200 && entry.status !== 200) {
+        sql.voidUsage.run(entry.status, entry.requestId, entry.keyId);
+        sql.refund.run(recorded.debit, entry.keyId);
+      }
+      return;
+    }
     if (reservationId !== null) sql.deleteReservation.run(Number(reservationId), entry.requestId);
+    else sql.deleteReservationOf.run(entry.requestId, entry.keyId);
     sql.insertUsage.run({ ...entry, creditsMicro: 0, cachedFlag: entry.cached ? 1 : 0 });
     sql.touch.run(entry.at, entry.keyId);
   };
