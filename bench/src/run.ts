@@ -50,12 +50,19 @@ async function sequentialLatency(
   const url = new URL(target.url);
   const pool = new Pool(url.origin, { connections: 1 });
   const headers = { 'content-type': 'application/json', ...target.headers };
+  const keyed = (i: number) =>
+    target.keys ? { ...headers, authorization: `Bearer ${target.keys[i % target.keys.length]}` } : headers;
   const times: number[] = [];
   let errors = 0;
   try {
     for (let i = 0; i < count + 200; i++) {
       const started = performance.now();
-      const response = await pool.request({ path: url.pathname, method: 'POST', headers, body: target.body });
+      const response = await pool.request({
+        path: url.pathname,
+        method: 'POST',
+        headers: keyed(i),
+        body: target.body,
+      });
       await response.body.text();
       if (response.statusCode !== 200) errors++;
       if (i >= 200) times.push(performance.now() - started); // the first 200 warm up
@@ -217,7 +224,7 @@ async function main() {
         }
         measurements.push(m);
         process.stderr.write(
-          `${target.name.padEnd(16)} c=${String(concurrency).padEnd(3)} ${m.rps.toFixed(0).padStart(6)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors}\n`,
+          `${target.name.padEnd(16)} c=${String(concurrency).padEnd(3)} ${m.rps.toFixed(0).padStart(6)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  ${m.cpuUsPerRequest.toFixed(0)} CPU µs/req  errors ${m.errors}\n`,
         );
       }
     }

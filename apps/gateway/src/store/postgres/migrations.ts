@@ -369,17 +369,20 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
         v_recorded bigint;
       BEGIN
         SELECT k.credits_micro INTO v_credits FROM api_keys k WHERE k.id = p_key FOR UPDATE;
-        SELECT u.credits_micro INTO v_recorded FROM usage_records u WHERE u.request_id = p_request AND u.key_id = p_key;
-        IF FOUND THEN
-          RETURN v_recorded;
-        END IF;
         IF p_reservation IS NOT NULL THEN
           DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request
           RETURNING r.amount_micro INTO v_reserved;
-          -- Never more than was reserved (SPEC §7).
-          IF v_reserved IS NOT NULL THEN
-            v_debit := LEAST(v_debit, v_reserved);
+        END IF;
+        -- A hold still there means no settle or release has run for the request; without one
+        -- (an unlimited key, a retry, a hold swept as stale) the usage records say.
+        IF v_reserved IS NULL THEN
+          SELECT u.credits_micro INTO v_recorded FROM usage_records u WHERE u.request_id = p_request AND u.key_id = p_key;
+          IF FOUND THEN
+            RETURN v_recorded;
           END IF;
+        ELSE
+          -- Never more than was reserved (SPEC §7).
+          v_debit := LEAST(v_debit, v_reserved);
         END IF;
         IF p_token IS NOT NULL THEN
           v_token_left := dg_token_left(p_token, p_stale_before);

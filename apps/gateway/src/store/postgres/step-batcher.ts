@@ -32,6 +32,11 @@ export interface StepBatcherOptions {
   apply(steps: Step[], deadline: number): Promise<StepRow[]>;
   /** Most steps in one statement. */
   maxSteps?: number;
+  /**
+   * Most batches on their way at once. One: a second batch on the same keys only waits for the
+   * first one's row locks, and measured at c=64 it halved the throughput on one key.
+   */
+  maxInFlight?: number;
 }
 
 /**
@@ -44,11 +49,12 @@ export interface StepBatcherOptions {
  */
 export function createStepBatcher(options: StepBatcherOptions) {
   const maxSteps = options.maxSteps ?? 256;
+  const maxInFlight = options.maxInFlight ?? 1;
   let queue: Pending[] = [];
-  let running = false;
+  let inFlight = 0;
 
   async function pump() {
-    running = true;
+    inFlight++;
     try {
       while (queue.length > 0) {
         const batch = queue.slice(0, maxSteps);
@@ -56,7 +62,7 @@ export function createStepBatcher(options: StepBatcherOptions) {
         await run(batch);
       }
     } finally {
-      running = false;
+      inFlight--;
     }
   }
 
@@ -93,7 +99,7 @@ export function createStepBatcher(options: StepBatcherOptions) {
   return function submit(step: Step, deadline: number): Promise<StepRow> {
     return new Promise<StepRow>((resolve, reject) => {
       queue.push({ step, deadline, resolve, reject });
-      if (!running) void pump();
+      if (inFlight < maxInFlight) void pump();
     });
   };
 }
