@@ -6,7 +6,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { DOORS, type DoorName } from './doors.ts';
 
-export const newRequestId = () => `req_${randomUUID().replaceAll('-', '')}`;
+/**
+ * `req_` and 32 hex digits: the time in milliseconds (12 digits), then 20 of a random UUID (72
+ * random bits). Ids that grow with time are appended to the usage records' request-id index
+ * instead of landing at random pages of it, which, as that index outgrows the cache, costs.
+ */
+export const newRequestId = () =>
+  `req_${Date.now().toString(16).padStart(12, '0')}${randomUUID().replaceAll('-', '').slice(12)}`;
 
 /** How long a drain waits for idle keep-alive connections to bring one more request. */
 const IDLE_GRACE_MS = 1_000;

@@ -138,6 +138,23 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
                WHERE key_id = @keyId AND created_at >= @since) AS reserved
        FROM api_keys WHERE id = @keyId`,
     ),
+    /** What reserve reads, in one statement: the key as it stands, its live holds, and this request's own hold if it has one. */
+    reserveCheck: db.prepare<
+      { keyId: string; since: number; requestId: string },
+      {
+        credits: number | null;
+        reserved: number;
+        revokedAt: number | null;
+        expiresAt: number | null;
+        existing: number | null;
+      }
+    >(
+      `SELECT credits_micro AS credits, revoked_at AS revokedAt, expires_at AS expiresAt,
+              (SELECT COALESCE(SUM(amount_micro), 0) FROM reservations
+               WHERE key_id = @keyId AND created_at >= @since) AS reserved,
+              (SELECT id FROM reservations WHERE request_id = @requestId AND key_id = @keyId) AS existing
+       FROM api_keys WHERE id = @keyId`,
+    ),
     insertReservation: db.prepare<[string, string, number, number, string | null]>(
       'INSERT INTO reservations (key_id, request_id, amount_micro, created_at, token_id) VALUES (?, ?, ?, ?, ?)',
     ),
@@ -165,9 +182,6 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       'DELETE FROM reservations WHERE id = ? AND request_id = ? RETURNING amount_micro AS amount',
     ),
     /** Idempotency: a request already holding a reservation, or already recorded. */
-    reservationOf: db.prepare<[string, string], { id: number }>(
-      'SELECT id FROM reservations WHERE request_id = ? AND key_id = ?',
-    ),
     recordedDebit: db.prepare<[string, string], { debit: number; status: number }>(
       'SELECT credits_micro AS debit, status FROM usage_records WHERE request_id = ? AND key_id = ?',
     ),
@@ -311,20 +325,21 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       sql.dropStale.run(staleBefore);
       lastSweep = at;
     }
-    const row = sql.balance.get({ keyId, since: staleBefore });
+    const row = sql.reserveCheck.get({ keyId, since: staleBefore, requestId });
     // The key as it stands now: authentication may have read it from a cache (SPEC §5).
     if (!row) return { ok: false, code: 'key_refused', reason: 'unknown' };
     if (row.revokedAt !== null) return { ok: false, code: 'key_refused', reason: 'revoked' };
     if (row.expiresAt !== null && row.expiresAt <= at)
       return { ok: false, code: 'key_refused', reason: 'expired' };
+    // What a capped token can still spend beside its live reservations; undefined when uncapped.
+    let tokenLeft: number | undefined;
     if (tokenId !== null) {
       const token = sql.tokenBudget.get({ tokenId, since: staleBefore });
       if (!token || token.expiresAt <= at) return { ok: false, code: 'key_refused', reason: 'token_expired' };
+      if (token.cap !== null) tokenLeft = token.cap - token.spent - token.held;
     }
     // Asked again for the same request (a retried call): the hold it already has.
-    const held = sql.reservationOf.get(requestId, keyId);
-    if (held) return { ok: true, reservationId: String(held.id) };
-    const tokenLeft = tokenAvailable(tokenId, staleBefore);
+    if (row.existing !== null) return { ok: true, reservationId: String(row.existing) };
     if (row.credits === null && tokenLeft === undefined) return { ok: true, reservationId: null };
     const keyLeft = row.credits === null ? Number.MAX_SAFE_INTEGER : row.credits - row.reserved;
     const available = Math.min(keyLeft, tokenLeft ?? Number.MAX_SAFE_INTEGER);
@@ -335,14 +350,16 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   };
 
   const settle = (reservationId: string | null, entry: UsageEntry, staleBefore: number): number => {
-    // Settled already (a retried call): the first debit stands, nothing is written twice.
-    const recorded = sql.recordedDebit.get(entry.requestId, entry.keyId);
-    if (recorded) return recorded.debit;
     let debit = entry.creditsMicro;
-    if (reservationId !== null) {
-      // Never more than was reserved (SPEC §7).
-      const held = sql.deleteReservation.get(Number(reservationId), entry.requestId);
-      if (held) debit = Math.min(debit, held.amount);
+    const held =
+      reservationId === null ? undefined : sql.deleteReservation.get(Number(reservationId), entry.requestId);
+    // Never more than was reserved (SPEC §7).
+    if (held) debit = Math.min(debit, held.amount);
+    else {
+      // No hold (an unlimited key, a retried call, a hold swept as stale): settled already, the
+      // first debit stands and nothing is written twice.
+      const recorded = sql.recordedDebit.get(entry.requestId, entry.keyId);
+      if (recorded) return recorded.debit;
     }
     // Live reservations of other requests count against the cap; stale ones (left by a crashed
     // process) count nowhere, even before the sweep removes them (SPEC §7).
@@ -362,17 +379,21 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   };
 
   const release = (reservationId: string | null, entry: UsageEntry) => {
-    const recorded = sql.recordedDebit.get(entry.requestId, entry.keyId);
-    if (recorded) {
-      // Settled, yet its caller was answered a failure: a failed request is never charged.
-      if (recorded.status === 200 && entry.status !== 200) {
-        sql.voidUsage.run(entry.status, entry.requestId, entry.keyId);
-        sql.refund.run(recorded.debit, entry.keyId);
+    // A hold still there means nothing was recorded for the request yet.
+    const held =
+      reservationId === null ? undefined : sql.deleteReservation.get(Number(reservationId), entry.requestId);
+    if (!held) {
+      const recorded = sql.recordedDebit.get(entry.requestId, entry.keyId);
+      if (recorded) {
+        // Settled, yet its caller was answered a failure: a failed request is never charged.
+        if (recorded.status === 200 && entry.status !== 200) {
+          sql.voidUsage.run(entry.status, entry.requestId, entry.keyId);
+          sql.refund.run(recorded.debit, entry.keyId);
+        }
+        return;
       }
-      return;
+      sql.deleteReservationOf.run(entry.requestId, entry.keyId);
     }
-    if (reservationId !== null) sql.deleteReservation.run(Number(reservationId), entry.requestId);
-    else sql.deleteReservationOf.run(entry.requestId, entry.keyId);
     sql.insertUsage.run({ ...entry, creditsMicro: 0, cachedFlag: entry.cached ? 1 : 0 });
     sql.touch.run(entry.at, entry.keyId);
   };
