@@ -288,7 +288,6 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
     // any number of instances never wait on each other in a cycle.
     sql: `
       CREATE INDEX usage_records_request ON usage_records (request_id);
-      CREATE INDEX reservations_request ON reservations (request_id);
 
       DROP FUNCTION dg_reserve(text, text, bigint, bigint, bigint, text);
       CREATE FUNCTION dg_reserve(p_key text, p_request text, p_amount bigint, p_at bigint, p_stale_before bigint, p_token text)
@@ -326,8 +325,16 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
             RETURN;
           END IF;
         END IF;
-        SELECT r.id INTO v_existing FROM reservations r WHERE r.request_id = p_request AND r.key_id = p_key;
-        IF FOUND THEN
+        IF v_credits IS NULL AND p_token IS NULL THEN
+          RETURN QUERY SELECT true, NULL::bigint, NULL::bigint, NULL::text;
+          RETURN;
+        END IF;
+        -- One pass over the key's holds: what the live ones hold, and this request's own hold if
+        -- it has one (asked again after a lost answer).
+        SELECT COALESCE(SUM(r.amount_micro) FILTER (WHERE r.created_at >= p_stale_before), 0),
+               MIN(r.id) FILTER (WHERE r.request_id = p_request)
+        INTO v_held, v_existing FROM reservations r WHERE r.key_id = p_key;
+        IF v_existing IS NOT NULL THEN
           RETURN QUERY SELECT true, v_existing, NULL::bigint, NULL::text;
           RETURN;
         END IF;
@@ -339,8 +346,6 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
           RETURN;
         END IF;
         IF v_credits IS NOT NULL THEN
-          SELECT COALESCE(SUM(r.amount_micro), 0) INTO v_held FROM reservations r
-          WHERE r.key_id = p_key AND r.created_at >= p_stale_before;
           v_available := v_credits - v_held;
         END IF;
         v_available := LEAST(v_available, v_token_left);

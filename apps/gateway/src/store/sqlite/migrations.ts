@@ -94,7 +94,6 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     name: 'reserve, settle and release idempotent per request',
     sql: `
       CREATE INDEX usage_records_request ON usage_records(request_id);
-      CREATE INDEX reservations_request ON reservations(request_id);
     `,
   },
 ];
