@@ -282,30 +282,38 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
     // Every step locks its key's row first, before any other row: dg_release used to insert its
     // usage record (a key-share lock on the key's row, through the foreign key) before updating
     // that row, while reserve and settle locked it first, and PostgreSQL found deadlocks between
-    // them. A step asked again for the same request (a retry after a lost connection) finds what
-    // the first did, so the store may retry any step safely. dg_apply runs many steps in one
-    // statement and one commit, locking all their keys first in id order, so that batches from
-    // any number of instances never wait on each other in a cycle.
+    // them. The dg_step_* functions hold each step's logic once and expect the key's row to be
+    // locked already, so that, the lock granted, every statement of theirs sees what was
+    // committed before it; dg_reserve, dg_settle and dg_release lock, then run a step (for
+    // callers one at a time). dg_apply runs many steps in one statement and one commit, locking
+    // all their keys first, in id order, so batches from any number of instances never wait on
+    // each other in a cycle. A step asked again for the same request (a retry after a lost
+    // connection) finds what the first did, so the store may retry any step safely.
     sql: `
       CREATE INDEX usage_records_request ON usage_records (request_id);
 
-      DROP FUNCTION dg_reserve(text, text, bigint, bigint, bigint, text);
-      CREATE FUNCTION dg_reserve(p_key text, p_request text, p_amount bigint, p_at bigint, p_stale_before bigint, p_token text)
+      CREATE FUNCTION dg_step_reserve(p_key text, p_request text, p_amount bigint, p_at bigint, p_stale_before bigint, p_token text)
       RETURNS TABLE (granted boolean, reservation bigint, available bigint, refused text)
       LANGUAGE plpgsql VOLATILE AS $fn$
       DECLARE
         v_credits bigint;
         v_revoked bigint;
         v_expires bigint;
-        v_token_expires bigint;
-        v_existing bigint;
         v_held bigint;
+        v_existing bigint;
+        v_token_expires bigint;
         v_token_left bigint;
         v_available bigint;
       BEGIN
-        SELECT k.credits_micro, k.revoked_at, k.expires_at INTO v_credits, v_revoked, v_expires
-        FROM api_keys k WHERE k.id = p_key FOR UPDATE;
-        -- The key as it stands now: authentication may have read it from a cache.
+        -- The key as it stands now (authentication may have read it from a cache), what its live
+        -- holds hold, and this request's own hold if it has one, in one pass.
+        SELECT k.credits_micro, k.revoked_at, k.expires_at, h.held, h.existing
+        INTO v_credits, v_revoked, v_expires, v_held, v_existing
+        FROM api_keys k, LATERAL (
+          SELECT COALESCE(SUM(r.amount_micro) FILTER (WHERE r.created_at >= p_stale_before), 0) AS held,
+                 MIN(r.id) FILTER (WHERE r.request_id = p_request) AS existing
+          FROM reservations r WHERE r.key_id = k.id) h
+        WHERE k.id = p_key;
         IF NOT FOUND THEN
           RETURN QUERY SELECT false, NULL::bigint, 0::bigint, 'unknown'::text;
           RETURN;
@@ -325,15 +333,6 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
             RETURN;
           END IF;
         END IF;
-        IF v_credits IS NULL AND p_token IS NULL THEN
-          RETURN QUERY SELECT true, NULL::bigint, NULL::bigint, NULL::text;
-          RETURN;
-        END IF;
-        -- One pass over the key's holds: what the live ones hold, and this request's own hold if
-        -- it has one (asked again after a lost answer).
-        SELECT COALESCE(SUM(r.amount_micro) FILTER (WHERE r.created_at >= p_stale_before), 0),
-               MIN(r.id) FILTER (WHERE r.request_id = p_request)
-        INTO v_held, v_existing FROM reservations r WHERE r.key_id = p_key;
         IF v_existing IS NOT NULL THEN
           RETURN QUERY SELECT true, v_existing, NULL::bigint, NULL::text;
           RETURN;
@@ -345,10 +344,7 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
           RETURN QUERY SELECT true, NULL::bigint, NULL::bigint, NULL::text;
           RETURN;
         END IF;
-        IF v_credits IS NOT NULL THEN
-          v_available := v_credits - v_held;
-        END IF;
-        v_available := LEAST(v_available, v_token_left);
+        v_available := LEAST(v_credits - v_held, v_token_left);
         IF v_available < p_amount THEN
           RETURN QUERY SELECT false, NULL::bigint, GREATEST(0, v_available), NULL::text;
           RETURN;
@@ -359,7 +355,7 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
       END
       $fn$;
 
-      CREATE OR REPLACE FUNCTION dg_settle(
+      CREATE FUNCTION dg_step_settle(
         p_reservation bigint, p_request text, p_key text, p_cost bigint, p_stale_before bigint,
         p_input integer, p_output integer, p_questions integer, p_status integer, p_elapsed integer, p_at bigint,
         p_route text, p_upstream text, p_cached boolean, p_token text, p_subject text)
@@ -373,7 +369,6 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
         v_reserved bigint;
         v_recorded bigint;
       BEGIN
-        SELECT k.credits_micro INTO v_credits FROM api_keys k WHERE k.id = p_key FOR UPDATE;
         IF p_reservation IS NOT NULL THEN
           DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request
           RETURNING r.amount_micro INTO v_reserved;
@@ -395,19 +390,82 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
             v_debit := LEAST(v_debit, GREATEST(0, v_token_left));
           END IF;
         END IF;
+        SELECT k.credits_micro,
+               (SELECT COALESCE(SUM(r.amount_micro), 0) FROM reservations r
+                WHERE r.key_id = p_key AND r.created_at >= p_stale_before)
+        INTO v_credits, v_held FROM api_keys k WHERE k.id = p_key;
+        -- Never more than the key can still cover beside other live holds; stale ones count nowhere.
         IF v_credits IS NOT NULL THEN
-          SELECT COALESCE(SUM(r.amount_micro), 0) INTO v_held FROM reservations r
-          WHERE r.key_id = p_key AND r.created_at >= p_stale_before;
           v_debit := LEAST(v_debit, GREATEST(0, v_credits - v_held));
-          UPDATE api_keys SET credits_micro = credits_micro - v_debit, last_used_at = p_at WHERE id = p_key;
-        ELSE
-          UPDATE api_keys SET last_used_at = p_at WHERE id = p_key;
         END IF;
+        WITH debited AS (
+          UPDATE api_keys SET credits_micro = credits_micro - v_debit, last_used_at = p_at WHERE id = p_key)
         INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status,
                                    elapsed_ms, at, route, upstream, cached, token_id, subject)
         VALUES (p_request, p_key, v_debit, p_input, p_output, p_questions, p_status, p_elapsed, p_at,
                 p_route, p_upstream, p_cached, p_token, p_subject);
         RETURN v_debit;
+      END
+      $fn$;
+
+      CREATE FUNCTION dg_step_release(
+        p_reservation bigint, p_request text, p_key text,
+        p_input integer, p_output integer, p_questions integer, p_status integer, p_elapsed integer, p_at bigint,
+        p_route text, p_upstream text, p_cached boolean, p_token text, p_subject text)
+      RETURNS void
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_held bigint;
+        v_debit bigint;
+        v_status integer;
+      BEGIN
+        IF p_reservation IS NOT NULL THEN
+          DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request RETURNING r.id INTO v_held;
+        END IF;
+        -- No hold left: the request may have been recorded already.
+        IF v_held IS NULL THEN
+          SELECT u.credits_micro, u.status INTO v_debit, v_status
+          FROM usage_records u WHERE u.request_id = p_request AND u.key_id = p_key;
+          IF FOUND THEN
+            -- Settled, yet its caller was answered a failure (the settle's acknowledgement was
+            -- lost with the connection): a failed request is never charged, so the debit is undone.
+            IF v_status = 200 AND p_status <> 200 THEN
+              UPDATE usage_records SET credits_micro = 0, status = p_status WHERE request_id = p_request AND key_id = p_key;
+              UPDATE api_keys SET credits_micro = credits_micro + v_debit WHERE id = p_key;
+            END IF;
+            RETURN;
+          END IF;
+          -- Without its id (a reserve whose answer was lost), the hold is found by the request.
+          DELETE FROM reservations r WHERE r.key_id = p_key AND r.request_id = p_request;
+        END IF;
+        WITH touched AS (UPDATE api_keys SET last_used_at = p_at WHERE id = p_key)
+        INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status,
+                                   elapsed_ms, at, route, upstream, cached, token_id, subject)
+        VALUES (p_request, p_key, 0, p_input, p_output, p_questions, p_status, p_elapsed, p_at,
+                p_route, p_upstream, p_cached, p_token, p_subject);
+      END
+      $fn$;
+
+      DROP FUNCTION dg_reserve(text, text, bigint, bigint, bigint, text);
+      CREATE FUNCTION dg_reserve(p_key text, p_request text, p_amount bigint, p_at bigint, p_stale_before bigint, p_token text)
+      RETURNS TABLE (granted boolean, reservation bigint, available bigint, refused text)
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      BEGIN
+        PERFORM 1 FROM api_keys k WHERE k.id = p_key FOR UPDATE;
+        RETURN QUERY SELECT * FROM dg_step_reserve(p_key, p_request, p_amount, p_at, p_stale_before, p_token);
+      END
+      $fn$;
+
+      CREATE OR REPLACE FUNCTION dg_settle(
+        p_reservation bigint, p_request text, p_key text, p_cost bigint, p_stale_before bigint,
+        p_input integer, p_output integer, p_questions integer, p_status integer, p_elapsed integer, p_at bigint,
+        p_route text, p_upstream text, p_cached boolean, p_token text, p_subject text)
+      RETURNS bigint
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      BEGIN
+        PERFORM 1 FROM api_keys k WHERE k.id = p_key FOR UPDATE;
+        RETURN dg_step_settle(p_reservation, p_request, p_key, p_cost, p_stale_before, p_input, p_output, p_questions,
+          p_status, p_elapsed, p_at, p_route, p_upstream, p_cached, p_token, p_subject);
       END
       $fn$;
 
@@ -417,30 +475,10 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
         p_route text, p_upstream text, p_cached boolean, p_token text, p_subject text)
       RETURNS void
       LANGUAGE plpgsql VOLATILE AS $fn$
-      DECLARE
-        v_debit bigint;
-        v_status integer;
       BEGIN
         PERFORM 1 FROM api_keys k WHERE k.id = p_key FOR UPDATE;
-        SELECT u.credits_micro, u.status INTO v_debit, v_status
-        FROM usage_records u WHERE u.request_id = p_request AND u.key_id = p_key;
-        IF FOUND THEN
-          -- Settled, yet its caller was answered a failure (the settle's acknowledgement was lost
-          -- with the connection): a failed request is never charged, so the debit is undone.
-          IF v_status = 200 AND p_status <> 200 THEN
-            UPDATE usage_records SET credits_micro = 0, status = p_status WHERE request_id = p_request AND key_id = p_key;
-            UPDATE api_keys SET credits_micro = credits_micro + v_debit WHERE id = p_key AND credits_micro IS NOT NULL;
-          END IF;
-          RETURN;
-        END IF;
-        -- Without its id (a reserve whose answer was lost), the request's hold is found by its request id.
-        DELETE FROM reservations r
-        WHERE r.request_id = p_request AND r.key_id = p_key AND (p_reservation IS NULL OR r.id = p_reservation);
-        INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status,
-                                   elapsed_ms, at, route, upstream, cached, token_id, subject)
-        VALUES (p_request, p_key, 0, p_input, p_output, p_questions, p_status, p_elapsed, p_at,
-                p_route, p_upstream, p_cached, p_token, p_subject);
-        UPDATE api_keys SET last_used_at = p_at WHERE id = p_key;
+        PERFORM dg_step_release(p_reservation, p_request, p_key, p_input, p_output, p_questions, p_status, p_elapsed,
+          p_at, p_route, p_upstream, p_cached, p_token, p_subject);
       END
       $fn$;
 
@@ -464,19 +502,19 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
           IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint > (v_step->>'deadline')::bigint THEN
             RETURN QUERY SELECT v_i, false, NULL::bigint, NULL::bigint, NULL::bigint, 'late'::text;
           ELSIF v_step->>'op' = 'reserve' THEN
-            SELECT * INTO v_r FROM dg_reserve(v_step->>'key', v_step->>'request', (v_step->>'amount')::bigint,
+            SELECT * INTO v_r FROM dg_step_reserve(v_step->>'key', v_step->>'request', (v_step->>'amount')::bigint,
               (v_step->>'at')::bigint, (v_step->>'staleBefore')::bigint, v_step->>'token');
             RETURN QUERY SELECT v_i, v_r.granted, v_r.reservation, v_r.available, NULL::bigint, v_r.refused;
           ELSIF v_step->>'op' = 'settle' THEN
             RETURN QUERY SELECT v_i, true, NULL::bigint, NULL::bigint,
-              dg_settle((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key', (v_step->>'cost')::bigint,
+              dg_step_settle((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key', (v_step->>'cost')::bigint,
                 (v_step->>'staleBefore')::bigint, (v_step->>'input')::integer, (v_step->>'output')::integer,
                 (v_step->>'questions')::integer, (v_step->>'status')::integer, (v_step->>'elapsed')::integer,
                 (v_step->>'at')::bigint, v_step->>'route', v_step->>'upstream', (v_step->>'cached')::boolean,
                 v_step->>'token', v_step->>'subject'),
               NULL::text;
           ELSIF v_step->>'op' = 'release' THEN
-            PERFORM dg_release((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key',
+            PERFORM dg_step_release((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key',
               (v_step->>'input')::integer, (v_step->>'output')::integer, (v_step->>'questions')::integer,
               (v_step->>'status')::integer, (v_step->>'elapsed')::integer, (v_step->>'at')::bigint,
               v_step->>'route', v_step->>'upstream', (v_step->>'cached')::boolean, v_step->>'token', v_step->>'subject');
