@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { MODEL_ID } from '@decision-gateway/contract';
 import { lexicalUsage } from '@decision-gateway/questions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, get, post, sampleRequest, startGateway, type TestGateway } from './harness.ts';
+import { ADMIN_TOKEN, bearer, get, post, sampleRequest, startGateway, type TestGateway } from './harness.ts';
 
 describe('POST /v1/systemone success', () => {
   let gw: TestGateway;
@@ -110,9 +110,9 @@ describe('POST /v1/systemone success', () => {
   });
 
   it('is not ready once its SQLite files are deleted under it (logged once), and writes nothing more', async () => {
-    const own = await startGateway();
+    const own = await startGateway({ adminToken: ADMIN_TOKEN });
     try {
-      const { key } = await own.createKey({ credits: 10 });
+      const { id, key } = await own.createKey({ credits: 10 });
       expect((await post(own.url, '/v1/systemone', sampleRequest(), bearer(key))).status).toBe(200);
       for (const suffix of ['', '-wal', '-shm']) rmSync(`${own.dbPath}${suffix}`, { force: true });
       for (let i = 0; i < 3; i++) {
@@ -127,6 +127,20 @@ describe('POST /v1/systemone success', () => {
       expect(refused.status).toBe(503);
       expect(refused.body).toMatchObject({ code: 50300, error: { type: 'unavailable' } });
       expect(refused.headers.get('retry-after')).toBe('1');
+      // Every door says so in its own format.
+      const native = await post(own.url, '/native/v1/systemone', sampleRequest(), bearer(key));
+      expect([native.status, native.body.detail.error_type, native.headers.get('retry-after-ms')]).toEqual([
+        503,
+        'unavailable',
+        '1000',
+      ]);
+      const trpc = await post(own.url, '/trpc/evaluate', sampleRequest(), bearer(key));
+      expect([trpc.status, trpc.body.error.data.code]).toEqual([503, 50300]);
+      const minted = await post(own.url, '/trpc/tokens.create', {}, bearer(key));
+      expect([minted.status, minted.body.error.data.code]).toEqual([503, 50300]);
+      const admin = await post(own.url, `/admin/keys/${id}/credits`, { amount: 1 }, bearer(ADMIN_TOKEN));
+      expect([admin.status, admin.body.code, admin.headers.get('retry-after')]).toEqual([503, 50300, '1']);
+      expect(own.logs.some((line) => line.includes('"level":50') && line.includes('unhandled'))).toBe(false);
     } finally {
       await own.close();
     }

@@ -31,6 +31,7 @@ import {
 import type { Route } from '../upstreams/route.ts';
 import { costMicro, fromMicro, type Pricing } from './credits.ts';
 import { isJsonMediaType } from './media-type.ts';
+import { storeTroubleFailure } from './store-trouble.ts';
 
 export interface EvaluationDeps {
   authenticate: Authenticate;
@@ -255,9 +256,10 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       return await evaluateLogged(call, log, payer);
     } catch (error) {
       // Storage trouble is never a 500 (SPEC §10): the caller may try again shortly.
-      if (!(error instanceof StoreUnavailableError)) throw error;
+      const unavailable = storeTroubleFailure(error);
+      if (!unavailable) throw error;
       deps.logger.warn({ err: error, requestId: call.requestId }, 'the store is unavailable');
-      log.reason = error.message;
+      log.reason = (error as Error).message;
       // Whatever the store did or did not do for this request, it ends as a failure: recorded
       // once the store answers again, its hold freed, and its debit undone should a settle whose
       // answer was lost have gone through.
@@ -266,13 +268,6 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
           ...usageEntry(call, payer.key, NO_USAGE, 0, 503, log.questions ?? 0),
           route: log.route ?? null,
         });
-      const unavailable = failure(
-        'unavailable',
-        'the gateway cannot reach its database now; try again shortly',
-        {
-          retryAfterMs: error.retryAfterMs,
-        },
-      );
       return { ok: false, failure: unavailable, meta: metaOf(call, log), log };
     }
   }

@@ -1,6 +1,7 @@
 import { trpcErrorBody } from '@decision-gateway/api';
 import { failure, type GatewayFailure, LIMITS, nativeError } from '@decision-gateway/contract';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { storeTroubleFailure } from '../core/store-trouble.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 import type { DoorOutcome } from './door-outcome.ts';
 import { errorBody, retryAfterSeconds } from './envelope.ts';
@@ -87,14 +88,6 @@ function failureOfFastifyError(error: FastifyError): GatewayFailure | undefined 
   }
 }
 
-/** Storage trouble is 503 with Retry-After on every door, never a 500 (SPEC §10). */
-export function failureOfStoreError(error: unknown): GatewayFailure | undefined {
-  if (!(error instanceof StoreUnavailableError)) return undefined;
-  return failure('unavailable', 'the gateway cannot reach its database now; try again shortly', {
-    retryAfterMs: error.retryAfterMs,
-  });
-}
-
 /**
  * Makes a plugin scope a door: its routes are stamped with its name, and its error handler (and,
  * for a door with its own path prefix, its not-found handler) answer in its format.
@@ -105,7 +98,7 @@ export function door(app: FastifyInstance, name: DoorName, options: DoorOptions 
   });
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const known = failureOfFastifyError(error) ?? failureOfStoreError(error);
+    const known = failureOfFastifyError(error) ?? storeTroubleFailure(error);
     // A body cut short because the client left (or a timeout answered it) is not the gateway's fault.
     const gone = request.outcome?.belowRouter === true || error.code === 'ECONNRESET';
     if (error instanceof StoreUnavailableError) request.log.warn({ err: error }, 'the store is unavailable');

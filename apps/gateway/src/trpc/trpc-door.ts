@@ -22,9 +22,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticate } from '../auth/authenticate.ts';
 import type { TokenService } from '../auth/tokens.ts';
 import type { Evaluate, ResponseMeta } from '../core/evaluate.ts';
+import { storeTroubleFailure } from '../core/store-trouble.ts';
 import { cors, originOf } from '../http/cors.ts';
 import type { EvaluationReport } from '../http/door-outcome.ts';
-import { type DoorOptions, door, failureOfStoreError } from '../http/doors.ts';
+import { type DoorOptions, door } from '../http/doors.ts';
 import { retryAfterSeconds } from '../http/envelope.ts';
 import {
   cacheControlHeader,
@@ -87,7 +88,7 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
       try {
         return await run();
       } catch (error) {
-        const unavailable = failureOfStoreError(error);
+        const unavailable = storeTroubleFailure(error);
         if (!unavailable) throw error;
         request.log.warn({ err: error, requestId }, 'the store is unavailable');
         return { ok: false, failure: unavailable, requestId };

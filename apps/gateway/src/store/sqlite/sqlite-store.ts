@@ -43,15 +43,6 @@ function storageTrouble(error: unknown): unknown {
   return error;
 }
 
-/** A write outside group commit, with storage trouble turned into the store's own error. */
-function guarded<T>(run: () => T): T {
-  try {
-    return run();
-  } catch (error) {
-    throw storageTrouble(error);
-  }
-}
-
 /** Apply the migrations this file has not seen yet; returns the versions applied. */
 export function migrate(db: Database.Database): number[] {
   db.exec(
@@ -274,6 +265,15 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   };
 
   const write = createGroupCommit(db, assertSameFile, storageTrouble);
+  /** A write outside group commit (admin and CLI): the same file check, the same error for trouble. */
+  const guarded = <T>(run: () => T): T => {
+    try {
+      assertSameFile();
+      return run();
+    } catch (error) {
+      throw storageTrouble(error);
+    }
+  };
 
   /**
    * Keys read for authentication, by hash, valid while no other connection has written to the
