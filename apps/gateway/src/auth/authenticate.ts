@@ -17,7 +17,7 @@ export type Authentication =
       /**
        * The key (or token) was read from the cache of recently seen ones: it may have been revoked
        * since. The caller confirms it before answering: the reservation re-checks it under the
-       * key's row lock, and any other answer asks again with `fresh` (SPEC §5).
+       * key's row lock, and any other answer authenticates again with `cached: false` (SPEC §5).
        */
       fromCache: boolean;
     }
