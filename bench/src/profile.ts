@@ -1,7 +1,15 @@
 // pnpm bench:profile: where the gateway's CPU goes, per request, beside the bare relay's total.
 // The gateway (systemone upstream, SQLite, a real key) runs under `node --cpu-prof` at c=64; each
 // sample is charged to the nearest frame on its stack that belongs to a known part of a request.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBenchKey, updateReadmeSection } from './bench-support.ts';
@@ -135,6 +143,8 @@ async function main() {
       .map((name) => join(profileDir, name))
       .sort((a, b) => statSync(b).size - statSync(a).size);
     if (file === undefined) throw new Error('the gateway wrote no CPU profile');
+    // BENCH_PROFILE_OUT=path keeps the raw profile, for Chrome DevTools or a closer look.
+    if (process.env.BENCH_PROFILE_OUT) copyFileSync(file, process.env.BENCH_PROFILE_OUT);
     const charged = chargeSamples(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile);
     charged.delete(STARTUP);
     const sampled = [...charged.values()].reduce((sum, us) => sum + us, 0);

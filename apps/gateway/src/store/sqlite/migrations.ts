@@ -96,4 +96,18 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       CREATE INDEX usage_records_request ON usage_records(request_id);
     `,
   },
+  {
+    version: 5,
+    name: 'reservations read from their indexes alone',
+    sql: `
+      -- A key's live holds are summed on every reserve and settle: with the amount in the index
+      -- the sum never reads the table. A request holds at most one reservation (the core reserves
+      -- once per request id), so a retried reserve meets the unique index instead of a scan.
+      -- Duplicates could only be left by a bug; the oldest hold of each request stays.
+      DELETE FROM reservations WHERE id NOT IN (SELECT MIN(id) FROM reservations GROUP BY request_id);
+      DROP INDEX reservations_key;
+      CREATE INDEX reservations_key_live ON reservations(key_id, created_at, amount_micro);
+      CREATE UNIQUE INDEX reservations_request ON reservations(request_id);
+    `,
+  },
 ];

@@ -25,6 +25,51 @@ describe('SQLite store', () => {
     db.close();
   });
 
+  it('upgrades a file with holds in flight: they stay, and are read from the indexes alone', async () => {
+    const path = join(dir, 'g.db');
+    const db = new Database(path);
+    // The file as the previous release left it: every migration before the reservations' indexes.
+    db.exec(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+    );
+    for (const step of MIGRATIONS.filter((m) => m.version < 5)) {
+      db.exec(step.sql);
+      db.prepare('INSERT INTO schema_migrations VALUES (?, ?, 0)').run(step.version, step.name);
+    }
+    db.exec(`INSERT INTO api_keys (id, name, prefix, hash, credits_micro, created_at) VALUES ('k', 'n', 'p', 'h', 100, 0), ('k2', 'n', 'p2', 'h2', 100, 0);
+             INSERT INTO reservations (key_id, request_id, amount_micro, created_at) VALUES
+               ('k', 'req_a', 10, 1), ('k', 'req_b', 20, 1), ('k', 'req_b', 20, 2)`);
+    expect(migrate(db)).toEqual([5]);
+    // A request holds one reservation: a duplicate (only a bug could leave one) keeps the oldest.
+    expect(db.prepare('SELECT id, request_id FROM reservations ORDER BY id').all()).toEqual([
+      { id: 1, request_id: 'req_a' },
+      { id: 2, request_id: 'req_b' },
+    ]);
+    const plan = (sql: string) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[])
+        .map((row) => row.detail)
+        .join('; ');
+    expect(plan("SELECT SUM(amount_micro) FROM reservations WHERE key_id = 'k' AND created_at >= 0")).toMatch(
+      /USING COVERING INDEX reservations_key_live/,
+    );
+    expect(plan("SELECT id FROM reservations WHERE request_id = 'req_a' AND key_id = 'k'")).toMatch(
+      /USING INDEX reservations_request/,
+    );
+    db.close();
+
+    // The store on the upgraded file: a retried reserve finds its hold; the other request's hold counts.
+    const store = openSqliteStore(path);
+    await expect(store.reserve('k', 'req_b', 20, 3, 0)).resolves.toEqual({ ok: true, reservationId: '2' });
+    await expect(store.reserve('k', 'req_c', 71, 3, 0)).resolves.toEqual({
+      ok: false,
+      code: 'insufficient_credits',
+      availableMicro: 70,
+    });
+    // Request ids are the gateway's own and unique: one held under another key is a bug, not a hold.
+    await expect(store.reserve('k2', 'req_a', 10, 3, 0)).rejects.toThrow(/another key/);
+    await store.close();
+  });
+
   it('stores only the hash of a key and keeps data across reopening', async () => {
     const path = join(dir, 'g.db');
     const store = openSqliteStore(path);

@@ -129,25 +129,23 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
                WHERE key_id = @keyId AND created_at >= @since) AS reserved
        FROM api_keys WHERE id = @keyId`,
     ),
-    /** What reserve reads, in one statement: the key as it stands, its live holds, and this request's own hold if it has one. */
+    /** What reserve reads, in one statement: the key as it stands and what its live holds hold (index-only). */
     reserveCheck: db.prepare<
-      { keyId: string; since: number; requestId: string },
-      {
-        credits: number | null;
-        reserved: number;
-        revokedAt: number | null;
-        expiresAt: number | null;
-        existing: number | null;
-      }
+      { keyId: string; since: number },
+      { credits: number | null; reserved: number; revokedAt: number | null; expiresAt: number | null }
     >(
       `SELECT credits_micro AS credits, revoked_at AS revokedAt, expires_at AS expiresAt,
               (SELECT COALESCE(SUM(amount_micro), 0) FROM reservations
-               WHERE key_id = @keyId AND created_at >= @since) AS reserved,
-              (SELECT id FROM reservations WHERE request_id = @requestId AND key_id = @keyId) AS existing
+               WHERE key_id = @keyId AND created_at >= @since) AS reserved
        FROM api_keys WHERE id = @keyId`,
     ),
+    /** One hold per request (a unique index): a retried reserve inserts nothing and finds its hold. */
     insertReservation: db.prepare<[string, string, number, number, string | null]>(
-      'INSERT INTO reservations (key_id, request_id, amount_micro, created_at, token_id) VALUES (?, ?, ?, ?, ?)',
+      `INSERT INTO reservations (key_id, request_id, amount_micro, created_at, token_id) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (request_id) DO NOTHING`,
+    ),
+    reservationOf: db.prepare<[string, string], { id: number }>(
+      'SELECT id FROM reservations WHERE request_id = ? AND key_id = ?',
     ),
     insertToken: db.prepare(
       `INSERT INTO tokens (id, key_id, hash, expires_at, max_credits_micro, origins, subject, rate_limit_per_minute, route, created_at)
@@ -325,7 +323,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       sql.dropStale.run(staleBefore);
       lastSweep = at;
     }
-    const row = sql.reserveCheck.get({ keyId, since: staleBefore, requestId });
+    const row = sql.reserveCheck.get({ keyId, since: staleBefore });
     // The key as it stands now: authentication may have read it from a cache (SPEC §5).
     if (!row) return { ok: false, code: 'key_refused', reason: 'unknown' };
     if (row.revokedAt !== null) return { ok: false, code: 'key_refused', reason: 'revoked' };
@@ -338,15 +336,19 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       if (!token || token.expiresAt <= at) return { ok: false, code: 'key_refused', reason: 'token_expired' };
       if (token.cap !== null) tokenLeft = token.cap - token.spent - token.held;
     }
-    // Asked again for the same request (a retried call): the hold it already has.
-    if (row.existing !== null) return { ok: true, reservationId: String(row.existing) };
     if (row.credits === null && tokenLeft === undefined) return { ok: true, reservationId: null };
     const keyLeft = row.credits === null ? Number.MAX_SAFE_INTEGER : row.credits - row.reserved;
     const available = Math.min(keyLeft, tokenLeft ?? Number.MAX_SAFE_INTEGER);
-    if (available < amount)
-      return { ok: false, code: 'insufficient_credits', availableMicro: Math.max(0, available) };
-    const id = sql.insertReservation.run(keyId, requestId, amount, at, tokenId).lastInsertRowid;
-    return { ok: true, reservationId: String(id) };
+    if (available >= amount) {
+      const inserted = sql.insertReservation.run(keyId, requestId, amount, at, tokenId);
+      if (inserted.changes === 1) return { ok: true, reservationId: String(inserted.lastInsertRowid) };
+    }
+    // Asked again for the same request (a retried call): the hold it already has, which the
+    // live holds above already count.
+    const existing = sql.reservationOf.get(requestId, keyId);
+    if (existing) return { ok: true, reservationId: String(existing.id) };
+    if (available >= amount) throw new Error(`request ${requestId} holds a reservation of another key`);
+    return { ok: false, code: 'insufficient_credits', availableMicro: Math.max(0, available) };
   };
 
   const settle = (reservationId: string | null, entry: UsageEntry, staleBefore: number): number => {
