@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from './logger.ts';
@@ -38,6 +39,45 @@ describe('logger', () => {
       keyPrefix: 'dg_abcdefgh',
       status: 200,
       msg: 'request',
+    });
+  });
+
+  describe('on standard output (the default destination)', () => {
+    /** A process that logs 3,000 lines over 300 turns of the event loop, then ends as `ending` says. */
+    function logThenEnd(ending: string) {
+      const script = `
+        import { createLogger } from ${JSON.stringify(new URL('./logger.ts', import.meta.url).pathname)};
+        const logger = createLogger('info');
+        for (let turn = 0; turn < 300; turn++) {
+          for (let i = 0; i < 10; i++) logger.info({ n: turn * 10 + i }, 'line');
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        for (let i = 3000; i < 3005; i++) logger.info({ n: i }, 'last lines of a turn');
+        ${ending}
+      `;
+      const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        encoding: 'utf8',
+      });
+      const numbers = run.stdout
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => (JSON.parse(line) as { n: number }).n);
+      return { numbers, status: run.status };
+    }
+    const all = Array.from({ length: 3005 }, (_, n) => n);
+
+    it('writes every line, in order, by logger.flush()', () => {
+      const run = logThenEnd('await new Promise((resolve) => logger.flush(resolve)); process.exit(0);');
+      expect(run.status).toBe(0);
+      expect(run.numbers).toEqual(all);
+    });
+
+    it('writes the lines still held when the process exits at once', () => {
+      expect(logThenEnd('process.exit(3);')).toEqual({ numbers: all, status: 3 });
+    });
+
+    it('writes the lines still held when the process dies of an uncaught error', () => {
+      expect(logThenEnd("throw new Error('boom');")).toEqual({ numbers: all, status: 1 });
     });
   });
 });

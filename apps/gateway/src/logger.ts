@@ -24,8 +24,49 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         censor: '[redacted]',
       },
     },
-    // Asynchronous writes to stdout: under load, lines queued while one write is in flight go out
-    // together instead of one syscall each. Call logger.flush() before exiting.
-    destination ?? pino.destination({ dest: 1, sync: false }),
+    destination ?? stdoutByTurns(),
   );
+}
+
+/**
+ * Standard output through sonic-boom (pino's own destination), one synchronous write per turn of
+ * the event loop: the lines of a turn go out together, and nothing is ever left in flight, so a
+ * process that exits (or dies of an error) has written every line it logged.
+ *
+ * Why not sonic-boom's asynchronous mode, line by line: it appends each line to the text waiting
+ * for the next write and measures that whole text again (Buffer.byteLength), which copies it.
+ * Under load, with a write in flight and up to 16 KB waiting, that made about 4 KB of garbage and
+ * 3 µs per request line; and at exit a write still in flight on libuv's threads is lost.
+ */
+function stdoutByTurns(): FlushableDestination {
+  const sonic = pino.destination({ dest: 1, sync: true });
+  let lines: string[] = [];
+  let scheduled = false;
+  const writeHeld = () => {
+    scheduled = false;
+    if (lines.length === 0) return;
+    const chunk = lines.join('');
+    lines = [];
+    sonic.write(chunk);
+  };
+  process.once('exit', writeHeld);
+  return {
+    write(line: string) {
+      lines.push(line);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(writeHeld);
+      }
+    },
+    // pino's logger.flush(cb) calls this.
+    flush(callback?: (error?: Error) => void) {
+      writeHeld();
+      sonic.flush(callback);
+    },
+  };
+}
+
+/** What pino's logger.flush() looks for on a destination. */
+interface FlushableDestination extends pino.DestinationStream {
+  flush(callback?: (error?: Error) => void): void;
 }

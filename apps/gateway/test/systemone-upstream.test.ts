@@ -192,6 +192,22 @@ describe('UPSTREAM=systemone', () => {
     expect(await balance()).toBe(10);
   });
 
+  it('answers 50400 when the upstream stops halfway through its body: the deadline covers the body', async () => {
+    const { send, balance } = await setup(
+      (_r, res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+        res.write('{"answers":{');
+      },
+      { UPSTREAM_TIMEOUT_MS: '300' },
+    );
+    const started = performance.now();
+    const response = await send();
+    expect(response.status).toBe(504);
+    expect(response.body.code).toBe(50400);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    expect(await balance()).toBe(10);
+  });
+
   it.each<[string, Handler, RegExp]>([
     [
       'malformed JSON',

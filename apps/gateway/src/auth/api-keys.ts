@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { KeyAuth, Store } from '../store/store.ts';
 
@@ -9,12 +9,15 @@ const DISPLAY_LENGTH = KEY_PREFIX.length + 8;
 /** A new plain key: `dg_` + 32 random bytes (256 bits) in base64url. Shown once, never stored. */
 export function generateApiKey(): { key: string; hash: string; prefix: string } {
   const key = `${KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
-  return { key, hash: hashApiKey(key), prefix: key.slice(0, DISPLAY_LENGTH) };
+  return { key, hash: hashCredential(key), prefix: key.slice(0, DISPLAY_LENGTH) };
 }
 
-/** Only this SHA-256 is stored: a leaked database does not leak usable keys. */
-export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+/**
+ * Only this SHA-256 of a key or token is stored: a leaked database does not leak usable
+ * credentials. (One-shot `hash`: every request hashes its credential, at a third of createHash's cost.)
+ */
+export function hashCredential(credential: string): string {
+  return hash('sha256', credential, 'hex');
 }
 
 const BEARER = /^bearer[ \t]+(\S(?:.*\S)?)[ \t]*$/i;
@@ -39,7 +42,7 @@ export async function verifyApiKey(
 ): Promise<KeyCheck> {
   const token = bearerToken(header);
   if (token === undefined) return { ok: false, code: 'missing_api_key' };
-  const key = await store.findKeyByHash(hashApiKey(token));
+  const key = await store.findKeyByHash(hashCredential(token));
   if (!key) return { ok: false, code: 'invalid_api_key', reason: 'unknown' };
   if (key.revokedAt !== null) return { ok: false, code: 'invalid_api_key', reason: 'revoked' };
   if (key.expiresAt !== null && key.expiresAt <= now)

@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto';
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import { LRUCache } from 'lru-cache';
 import type { KeyAuth, Store, TokenAuth } from '../store/store.ts';
-import { bearerToken, keyCheckFailure, verifyApiKey } from './api-keys.ts';
+import { bearerToken, hashCredential, keyCheckFailure, verifyApiKey } from './api-keys.ts';
 import { TOKEN_PREFIX } from './tokens.ts';
 
 /** Who a request acts for: an API key (a trusted server), or a short-lived token (a browser). */
@@ -84,7 +83,7 @@ export function createAuthenticate(
     origin: string | undefined,
     cached: boolean,
   ): Promise<Authentication> {
-    const hash = createHash('sha256').update(token).digest('hex');
+    const hash = hashCredential(token);
     const hit = cached ? seenTokens.get(hash) : undefined;
     const found = hit ?? remember(seenTokens, hash, await store.findTokenByHash(hash));
     const refuse = (message: string): Authentication => ({

@@ -1,8 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { CreatedToken, CreateTokenBody, GatewayFailure } from '@decision-gateway/contract';
 import { toMicro } from '../core/credits.ts';
 import type { Store } from '../store/store.ts';
 import { unknownRouteField } from '../upstreams/route-names.ts';
+import { hashCredential } from './api-keys.ts';
 
 /** Browser tokens are `dgt_…`, so one glance (and `authenticate`) tells them from API keys. */
 export const TOKEN_PREFIX = 'dgt_';
@@ -28,7 +29,7 @@ export function createTokenService(store: Store, clock: () => number, routeNames
       const record = {
         id: `tok_${randomBytes(9).toString('base64url')}`,
         keyId,
-        hash: createHash('sha256').update(token).digest('hex'),
+        hash: hashCredential(token),
         expiresAt,
         maxCreditsMicro: body.maxCredits === undefined ? null : toMicro(body.maxCredits),
         origins: body.origins ?? null,

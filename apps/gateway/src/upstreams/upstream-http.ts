@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { Logger } from 'pino';
 import { type Dispatcher, Pool } from 'undici';
@@ -74,15 +75,24 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
     | { kind: 'too_large'; status: number }
     | { kind: 'deadline' }
   > {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), Math.max(0, deadlineAt - Date.now()));
+    // undici takes an EventEmitter as the signal (its documented alternative to AbortSignal):
+    // emitting 'abort' ends the request and its body alike. An AbortController costs about 3 µs
+    // more per call, and every request makes at least one.
+    const deadline = new EventEmitter() as EventEmitter & { aborted?: boolean };
+    const timer = setTimeout(
+      () => {
+        deadline.aborted = true;
+        deadline.emit('abort');
+      },
+      Math.max(0, deadlineAt - Date.now()),
+    );
     try {
       const response = await pool.request({
         path: basePath + path,
         method: 'POST',
         headers,
         body: payload,
-        signal: controller.signal,
+        signal: deadline,
       });
       // Read within the same deadline (the signal covers the body too) and never past the size
       // limit: a huge or endless answer costs at most maxBodyBytes of memory.
@@ -90,7 +100,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
       if (text === undefined) return { kind: 'too_large', status: response.statusCode };
       return { kind: 'response', status: response.statusCode, headers: response.headers, text };
     } catch (error) {
-      if (controller.signal.aborted) return { kind: 'deadline' };
+      if (deadline.aborted === true) return { kind: 'deadline' };
       return { kind: 'connection', reason: (error as Error).message || 'connection failed' };
     } finally {
       clearTimeout(timer);
@@ -177,19 +187,18 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
 function toResult(ending: Ending): HttpResult {
   // Only failures that say the upstream is unwell count against it; refusals prove it answers.
   const unwell = ending.kind === 'exhausted' || ending.kind === 'deadline';
-  const failed = (f: GatewayFailure, detail: string): HttpResult => ({
-    ok: false,
-    failure: f,
-    detail,
-    unwell,
-  });
   switch (ending.kind) {
     case 'answer':
       return { ok: true, body: ending.body, upstreamRequestId: ending.upstreamRequestId };
     case 'deadline':
-      return failed(failure('upstream_timeout', 'the upstream did not answer in time'), 'deadline passed');
+      return failed(
+        unwell,
+        failure('upstream_timeout', 'the upstream did not answer in time'),
+        'deadline passed',
+      );
     case 'malformed':
       return failed(
+        unwell,
         failure('upstream_error', `the upstream returned an invalid answer: ${ending.reason}`),
         ending.reason,
       );
@@ -198,6 +207,7 @@ function toResult(ending: Ending): HttpResult {
         // The upstream judged the caller's input (e.g. too many tokens): the caller should know why.
         const message = `the upstream refused the request: ${ending.reason}`;
         return failed(
+          unwell,
           failure('invalid_request', message, { issues: [{ path: [], message: ending.reason }] }),
           ending.reason,
         );
@@ -205,14 +215,20 @@ function toResult(ending: Ending): HttpResult {
       if (ending.status === 401 || ending.status === 403) {
         // The gateway's own credential was refused: an operator problem, never shown to callers.
         return failed(
+          unwell,
           failure('upstream_error', 'the upstream refused the gateway'),
           `HTTP ${ending.status}: ${ending.reason}`,
         );
       }
-      return failed(failure('upstream_error', `the upstream failed (HTTP ${ending.status})`), ending.reason);
+      return failed(
+        unwell,
+        failure('upstream_error', `the upstream failed (HTTP ${ending.status})`),
+        ending.reason,
+      );
     case 'exhausted':
       if (ending.status !== undefined && isBusyStatus(ending.status)) {
         return failed(
+          unwell,
           failure('unavailable', 'the upstream is busy; try again shortly', {
             retryAfterMs: Math.round(ending.retryAfterMs ?? 1000),
           }),
@@ -220,6 +236,7 @@ function toResult(ending: Ending): HttpResult {
         );
       }
       return failed(
+        unwell,
         failure(
           'upstream_error',
           ending.status === undefined
@@ -229,6 +246,11 @@ function toResult(ending: Ending): HttpResult {
         ending.status === undefined ? ending.reason : `HTTP ${ending.status}: ${ending.reason}`,
       );
   }
+}
+
+/** A failed call. Not a closure inside toResult, which runs on every call: making one each time costs. */
+function failed(unwell: boolean, f: GatewayFailure, detail: string): HttpResult {
+  return { ok: false, failure: f, detail, unwell };
 }
 
 function parseJson(text: string): { value: unknown } | undefined {
