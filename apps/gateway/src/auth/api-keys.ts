@@ -34,7 +34,7 @@ export type KeyCheck =
   | { ok: false; code: 'invalid_api_key'; reason: 'unknown' | 'revoked' | 'expired' };
 
 /** Authenticate an `Authorization` header against the store (SPEC §5): the store answers as the
- * key stands now (or, through `authenticate`'s cache, as it stood, confirmed later by the caller). */
+ * key stands now. */
 export async function verifyApiKey(
   store: Pick<Store, 'findKeyByHash'>,
   header: string | undefined,
@@ -42,7 +42,11 @@ export async function verifyApiKey(
 ): Promise<KeyCheck> {
   const token = bearerToken(header);
   if (token === undefined) return { ok: false, code: 'missing_api_key' };
-  const key = await store.findKeyByHash(hashCredential(token));
+  return judgeKey(await store.findKeyByHash(hashCredential(token)), now);
+}
+
+/** The key found for a credential (or none), judged at `now`: unknown, revoked, expired or good. */
+export function judgeKey(key: KeyAuth | undefined, now: number): KeyCheck {
   if (!key) return { ok: false, code: 'invalid_api_key', reason: 'unknown' };
   if (key.revokedAt !== null) return { ok: false, code: 'invalid_api_key', reason: 'revoked' };
   if (key.expiresAt !== null && key.expiresAt <= now)

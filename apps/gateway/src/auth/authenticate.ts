@@ -1,7 +1,7 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import { LRUCache } from 'lru-cache';
 import type { KeyAuth, Store, TokenAuth } from '../store/store.ts';
-import { bearerToken, hashCredential, keyCheckFailure, verifyApiKey } from './api-keys.ts';
+import { bearerToken, hashCredential, judgeKey, keyCheckFailure } from './api-keys.ts';
 import { TOKEN_PREFIX } from './tokens.ts';
 
 /** Who a request acts for: an API key (a trusted server), or a short-lived token (a browser). */
@@ -62,20 +62,17 @@ export function createAuthenticate(
 
   return async ({ authorization, origin, cached = false }) => {
     const bearer = bearerToken(authorization);
-    if (bearer?.startsWith(TOKEN_PREFIX)) return checkToken(bearer, origin, cached);
-    let fromCache = false;
-    const keys = {
-      async findKeyByHash(hash: string) {
-        const hit = cached ? seenKeys.get(hash) : undefined;
-        fromCache = hit !== undefined;
-        return hit ?? remember(seenKeys, hash, await store.findKeyByHash(hash));
-      },
-    };
-    const check = await verifyApiKey(keys, authorization, clock());
+    if (bearer === undefined)
+      return { ok: false, failure: keyCheckFailure({ ok: false, code: 'missing_api_key' }) };
+    if (bearer.startsWith(TOKEN_PREFIX)) return checkToken(bearer, origin, cached);
+    const hash = hashCredential(bearer);
+    // A hit costs no store call: this runs on every request.
+    const hit = cached ? seenKeys.get(hash) : undefined;
+    const check = judgeKey(hit ?? remember(seenKeys, hash, await store.findKeyByHash(hash)), clock());
     if (!check.ok) return { ok: false, failure: keyCheckFailure(check) };
     if (origin !== undefined && corsOrigins.includes(origin))
       return { ok: false, failure: failure('forbidden', MINT_A_TOKEN) };
-    return { ok: true, principal: { kind: 'key', key: check.key }, fromCache };
+    return { ok: true, principal: { kind: 'key', key: check.key }, fromCache: hit !== undefined };
   };
 
   async function checkToken(

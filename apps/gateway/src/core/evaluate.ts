@@ -327,7 +327,8 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       key.token && tokenLimit ? await overLimit(`token:${key.token.id}`, tokenLimit, 'the token') : undefined;
     if (overToken) return fail(call, key, overToken, log);
 
-    const body = await readBody(call.body);
+    // Bytes are read at once; only a lazy body (tRPC) waits.
+    const body = call.body.kind === 'bytes' ? readBytes(call.body) : await readLazy(call.body);
     if (!body.ok) return fail(call, key, body.error, log);
     const parsed = parseEvaluationRequest(body.value);
     // SPEC §4's order: 40002 → 40003 → 40004 (the route) → 40001.
@@ -626,22 +627,28 @@ function unknownRoute(name: string, routes: ReadonlyMap<string, Route>): Gateway
   return failure('unknown_route', `no route named "${name.slice(0, 64)}"; the routes are: ${defined}`);
 }
 
+type ReadBody = { ok: true; value: unknown; bytes: number } | { ok: false; error: GatewayFailure };
+
 /** Media type (41500) before JSON (40000), in SPEC §4's order, on every door. */
-async function readBody(
-  body: EvaluationBody,
-): Promise<{ ok: true; value: unknown; bytes: number } | { ok: false; error: GatewayFailure }> {
-  if (!isJsonMediaType(body.contentType)) {
-    const sent =
-      body.contentType === undefined ? 'no Content-Type' : `Content-Type "${body.contentType.slice(0, 100)}"`;
-    return {
-      ok: false,
-      error: failure('unsupported_media_type', `send Content-Type: application/json (got ${sent})`),
-    };
-  }
-  if (body.kind === 'lazy') {
-    const read = await body.read();
-    return read.ok ? { ok: true, value: read.value, bytes: body.bytes } : read;
-  }
+function mediaTypeFailure(contentType: string | undefined): ReadBody | undefined {
+  if (isJsonMediaType(contentType)) return undefined;
+  const sent = contentType === undefined ? 'no Content-Type' : `Content-Type "${contentType.slice(0, 100)}"`;
+  return {
+    ok: false,
+    error: failure('unsupported_media_type', `send Content-Type: application/json (got ${sent})`),
+  };
+}
+
+function readBytes(body: Extract<EvaluationBody, { kind: 'bytes' }>): ReadBody {
+  const refused = mediaTypeFailure(body.contentType);
+  if (refused) return refused;
   const decoded = decodeJsonBody(body.bytes);
   return decoded.ok ? { ok: true, value: decoded.value, bytes: body.bytes?.length ?? 0 } : decoded;
+}
+
+async function readLazy(body: Extract<EvaluationBody, { kind: 'lazy' }>): Promise<ReadBody> {
+  const refused = mediaTypeFailure(body.contentType);
+  if (refused) return refused;
+  const read = await body.read();
+  return read.ok ? { ok: true, value: read.value, bytes: body.bytes } : read;
 }
