@@ -188,11 +188,28 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       'UPDATE api_keys SET credits_micro = credits_micro - ?, last_used_at = ? WHERE id = ?',
     ),
     touch: db.prepare<[number, string]>('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
-    insertUsage: db.prepare(
+    /** Positional parameters: binding 14 by name costs a property lookup each (about 1 µs a row). */
+    insertUsage: db.prepare<
+      [
+        string,
+        string,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        string | null,
+        string | null,
+        number,
+        string | null,
+        string | null,
+      ]
+    >(
       `INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status, elapsed_ms, at,
                                  route, upstream, cached, token_id, subject)
-       VALUES (@requestId, @keyId, @creditsMicro, @inputTokens, @outputTokens, @questions, @status, @elapsedMs, @at,
-               @route, @upstream, @cachedFlag, @tokenId, @subject)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     usageTotals: db.prepare<[string], { requests: number; credits: number; input: number; output: number }>(
       `SELECT COUNT(*) AS requests, COALESCE(SUM(credits_micro), 0) AS credits,
@@ -351,6 +368,25 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     return { ok: false, code: 'insufficient_credits', availableMicro: Math.max(0, available) };
   };
 
+  /** The request's usage record, with what was debited for it. */
+  const insertUsage = (entry: UsageEntry, debitMicro: number) =>
+    sql.insertUsage.run(
+      entry.requestId,
+      entry.keyId,
+      debitMicro,
+      entry.inputTokens,
+      entry.outputTokens,
+      entry.questions,
+      entry.status,
+      entry.elapsedMs,
+      entry.at,
+      entry.route,
+      entry.upstream,
+      entry.cached ? 1 : 0,
+      entry.tokenId,
+      entry.subject,
+    );
+
   const settle = (reservationId: string | null, entry: UsageEntry, staleBefore: number): number => {
     let debit = entry.creditsMicro;
     const held =
@@ -376,7 +412,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     } else {
       sql.touch.run(entry.at, entry.keyId);
     }
-    sql.insertUsage.run({ ...entry, creditsMicro: debit, cachedFlag: entry.cached ? 1 : 0 });
+    insertUsage(entry, debit);
     return debit;
   };
 
@@ -396,7 +432,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       }
       sql.deleteReservationOf.run(entry.requestId, entry.keyId);
     }
-    sql.insertUsage.run({ ...entry, creditsMicro: 0, cachedFlag: entry.cached ? 1 : 0 });
+    insertUsage(entry, 0);
     sql.touch.run(entry.at, entry.keyId);
   };
 
