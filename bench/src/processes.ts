@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 
 const here = dirname(new URL(import.meta.url).pathname);
 /** USER_HZ: the unit of /proc CPU times, 100 on Linux for every architecture Node runs on. */
@@ -31,11 +31,15 @@ export async function startProcess(
 ): Promise<Running> {
   // One node process with tsx as a loader (not the tsx CLI, which runs the program in a child
   // process): the pid is the server itself, so its RSS and CPU time are what is measured.
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(repoRoot, entry)], {
-    cwd: benchDir,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, '--import', 'tsx', isAbsolute(entry) ? entry : join(repoRoot, entry)],
+    {
+      cwd: benchDir,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   const url = await new Promise<string>((resolveUrl, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output}`)), 30_000);

@@ -1,0 +1,186 @@
+// pnpm bench:compare <git-ref>: this checkout's REST gateway beside the one at <git-ref>, in one
+// run, on one machine, against one stand-in upstream and one baseline relay. Ratios taken in
+// different runs (or on different machines) move by more than the changes they are meant to show;
+// side by side, round by round, they do not. See the README's Performance section.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { measureLoad, type Target } from './load.ts';
+import { type Running, repoRoot, startProcess } from './processes.ts';
+import { BENCH_REQUEST } from './request.ts';
+
+/**
+ * Fresh processes per trial: one Node process of the same code settles at its own speed (V8's
+ * choices, hash seeds, memory layout), as much as 20 % apart from the next. Rounds within a
+ * trial agree with each other; trials do not, so the verdict is the median over trials.
+ */
+const TRIALS = Number(process.env.BENCH_COMPARE_TRIALS ?? 5);
+const ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 4);
+const SECONDS = Number(process.env.BENCH_COMPARE_SECONDS ?? 3);
+const CONNECTIONS = 64;
+
+/** A checkout of `ref` in a temporary worktree, installed as a newcomer would (offline if it can). */
+function checkout(ref: string, dir: string): void {
+  execFileSync('git', ['worktree', 'add', '--detach', dir, ref], { cwd: repoRoot, stdio: 'inherit' });
+  const offline = spawnSync('pnpm', ['install', '--frozen-lockfile', '--offline'], {
+    cwd: dir,
+    stdio: 'ignore',
+  });
+  if (offline.status !== 0)
+    execFileSync('pnpm', ['install', '--frozen-lockfile'], { cwd: dir, stdio: 'inherit' });
+}
+
+/** A key in a new SQLite file, made by that checkout's own CLI (its own schema and hashing). */
+function createKey(checkoutDir: string, databaseFile: string): string {
+  const out = execFileSync(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(checkoutDir, 'apps/gateway/src/cli/keys.ts'),
+      'create',
+      '--name',
+      'compare',
+      '--credits',
+      '1000000000',
+      '--json',
+    ],
+    { cwd: join(checkoutDir, 'apps/gateway'), env: { ...process.env, DATABASE_URL: `file:${databaseFile}` } },
+  ).toString();
+  const key = (JSON.parse(out) as { key?: unknown }).key;
+  if (typeof key !== 'string') throw new Error(`no key from ${checkoutDir}'s CLI:\n${out}`);
+  return key;
+}
+
+/**
+ * With taskset and two CPUs or more: the servers measured (the relay and both gateways, one at a
+ * time under load) on CPU 1; this process (the load generator) and the stand-in on CPU 0. A
+ * server's CPU time per request then stops depending on what the scheduler put beside it.
+ */
+function pin(measured: Running[], others: Running[]): boolean {
+  if (cpus().length < 2 || spawnSync('taskset', ['-V']).status !== 0) return false;
+  const set = (cpu: number, pid: number | undefined) =>
+    execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
+  set(0, process.pid);
+  for (const running of others) set(0, running.child.pid);
+  for (const running of measured) set(1, running.child.pid);
+  return true;
+}
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+const range = (values: number[]) => `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`;
+
+async function main() {
+  const ref = process.argv[2];
+  if (!ref) throw new Error('usage: pnpm bench:compare <git-ref>   (e.g. a commit before a change)');
+  const dir = mkdtempSync(join(tmpdir(), 'dg-compare-'));
+  const refDir = join(dir, 'checkout');
+  const processes: Running[] = [];
+  try {
+    checkout(ref, refDir);
+    const body = JSON.stringify(BENCH_REQUEST);
+    const upstream = await startProcess('stand-in upstream', 'bench/src/stand-in-upstream.ts');
+    processes.push(upstream);
+    const keys = {
+      before: createKey(refDir, join(dir, 'before.db')),
+      now: createKey(repoRoot, join(dir, 'now.db')),
+    };
+    const relayName = 'baseline relay';
+    const beforeName = `gateway at ${ref}`;
+    const nowName = 'gateway (this checkout)';
+    const gateway = async (name: string, checkoutDir: string, file: string, key: string): Promise<Target> => {
+      const server = await startProcess(name, join(checkoutDir, 'apps/gateway/src/main.ts'), {
+        DATABASE_URL: `file:${join(dir, file)}`,
+        RATE_LIMIT_PER_MINUTE: '0',
+        LOG_LEVEL: 'info',
+        PORT: '0',
+        UPSTREAM: 'systemone',
+        UPSTREAM_BASE_URL: upstream.url,
+      });
+      return {
+        name,
+        server,
+        url: `${server.url}/v1/systemone`,
+        headers: { authorization: `Bearer ${key}` },
+        body,
+      };
+    };
+
+    /** Per trial, the medians of its rounds. */
+    const trials: Record<string, { rps: number; cpu: number; relayRatio: number }>[] = [];
+    let pinned = false;
+    for (let trial = 0; trial < TRIALS; trial++) {
+      const relay = await startProcess(relayName, 'bench/src/baseline-relay.ts', {
+        UPSTREAM_URL: upstream.url,
+      });
+      const base: Target = {
+        name: relayName,
+        server: relay,
+        url: `${relay.url}/v1/systemone`,
+        headers: {},
+        body,
+      };
+      const before = await gateway(beforeName, refDir, 'before.db', keys.before);
+      const now = await gateway(nowName, repoRoot, 'now.db', keys.now);
+      const targets = [base, before, now];
+      try {
+        pinned = pin([relay, before.server, now.server], [upstream]);
+        for (const target of targets) await measureLoad(target, CONNECTIONS, 3); // warm-up
+        const rounds: Record<string, { rps: number; cpu: number }>[] = [];
+        for (let round = 0; round < ROUNDS; round++) {
+          const measured: Record<string, { rps: number; cpu: number }> = {};
+          for (const target of targets) {
+            const m = await measureLoad(target, CONNECTIONS, SECONDS);
+            if (m.errors > 0) throw new Error(`${m.errors} requests to ${target.name} failed`);
+            measured[target.name] = { rps: m.rps, cpu: m.cpuUsPerRequest };
+          }
+          rounds.push(measured);
+        }
+        const summary: Record<string, { rps: number; cpu: number; relayRatio: number }> = {};
+        for (const target of targets) {
+          summary[target.name] = {
+            rps: median(rounds.map((r) => r[target.name]?.rps as number)),
+            cpu: median(rounds.map((r) => r[target.name]?.cpu as number)),
+            relayRatio: median(
+              rounds.map((r) => (r[target.name]?.rps as number) / (r[relayName]?.rps as number)),
+            ),
+          };
+        }
+        trials.push(summary);
+        process.stderr.write(
+          `trial ${trial + 1}/${TRIALS}: ${targets.map((t) => `${t.name} ${summary[t.name]?.rps.toFixed(0)} req/s ${summary[t.name]?.cpu.toFixed(0)} µs`).join(' · ')}\n`,
+        );
+      } finally {
+        for (const target of targets) await target.server.stop();
+      }
+    }
+
+    const of = (name: string, field: 'rps' | 'cpu' | 'relayRatio') =>
+      trials.map((t) => t[name]?.[field] as number);
+    const paired = (field: 'rps' | 'cpu') =>
+      trials.map((t) => (t[nowName]?.[field] as number) / (t[beforeName]?.[field] as number));
+    const lines = [
+      `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the three targets in turn; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned (no taskset or one CPU)'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
+      '',
+      '| target | req/s | CPU µs/req | × relay req/s |',
+      '| --- | ---: | ---: | ---: |',
+      ...[relayName, beforeName, nowName].map(
+        (name) =>
+          `| ${name} | ${median(of(name, 'rps')).toFixed(0)} | ${median(of(name, 'cpu')).toFixed(0)} | ${median(of(name, 'relayRatio')).toFixed(2)} (${range(of(name, 'relayRatio'))}) |`,
+      ),
+      '',
+      'Medians over trials (ranges over trials in brackets).',
+      `This checkout beside ${ref}, trial by trial: req/s ${median(paired('rps')).toFixed(3)}× (${range(paired('rps'))}), ` +
+        `CPU per request ${median(paired('cpu')).toFixed(3)}× (${range(paired('cpu'))}).`,
+    ];
+    process.stdout.write(`\n${lines.join('\n')}\n`);
+  } finally {
+    for (const running of processes.reverse()) await running.stop();
+    spawnSync('git', ['worktree', 'remove', '--force', refDir], { cwd: repoRoot, stdio: 'ignore' });
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
