@@ -196,10 +196,10 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     const refused = key && (await confirm(call, key));
     if (refused) return { ok: false, failure: refused, meta: { requestId: call.requestId }, log };
     if (key && !abandoned(call.requestId)) {
-      await deps.store.release(reservationId, {
-        ...usageEntry(call, key, NO_USAGE, 0, error.status, log.questions ?? 0),
-        route: log.route ?? null,
-      });
+      await deps.store.release(
+        reservationId,
+        usageEntry(call, key, NO_USAGE, 0, error.status, log.questions ?? 0, { route: log.route ?? null }),
+      );
     }
     return { ok: false, failure: error, meta: metaOf(call, log), log };
   }
@@ -211,6 +211,8 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     creditsMicro: number,
     status: number,
     questions: number,
+    /** Where it went: its route once known, the upstream that answered, whether from the cache. */
+    where: { route: string | null; upstream?: string | null; cached?: boolean },
   ): UsageEntry {
     return {
       requestId: call.requestId,
@@ -224,9 +226,9 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       status,
       elapsedMs: Math.round(performance.now() - call.startedAt),
       at: clock(),
-      route: null,
-      upstream: null,
-      cached: false,
+      route: where.route,
+      upstream: where.upstream ?? null,
+      cached: where.cached ?? false,
     };
   }
 
@@ -264,10 +266,9 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       // once the store answers again, its hold freed, and its debit undone should a settle whose
       // answer was lost have gone through.
       if (payer.key && !abandoned(call.requestId))
-        releaseEventually({
-          ...usageEntry(call, payer.key, NO_USAGE, 0, 503, log.questions ?? 0),
-          route: log.route ?? null,
-        });
+        releaseEventually(
+          usageEntry(call, payer.key, NO_USAGE, 0, 503, log.questions ?? 0, { route: log.route ?? null }),
+        );
       return { ok: false, failure: unavailable, meta: metaOf(call, log), log };
     }
   }
@@ -414,12 +415,14 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     log.usage = NO_USAGE;
     log.creditsUsed = 0;
     const route = log.route as string;
-    await deps.store.release(null, {
-      ...usageEntry(call, key, NO_USAGE, 0, 200, log.questions ?? 0),
-      route,
-      upstream: decision.upstream,
-      cached: true,
-    });
+    await deps.store.release(
+      null,
+      usageEntry(call, key, NO_USAGE, 0, 200, log.questions ?? 0, {
+        route,
+        upstream: decision.upstream,
+        cached: true,
+      }),
+    );
     deps.onCacheOutcome?.(route, how);
     const age = Math.max(0, Math.floor((clock() - decision.storedAt) / 1000));
     return {
@@ -507,10 +510,10 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
     const none = { input_tokens: 0, output_tokens: 0 };
     await Promise.all(
       pending.map((flight) =>
-        deps.store.release(flight.reservationId, {
-          ...usageEntry(flight.call, flight.key, none, 0, 503, flight.questions),
-          route: flight.route,
-        }),
+        deps.store.release(
+          flight.reservationId,
+          usageEntry(flight.call, flight.key, none, 0, 503, flight.questions, { route: flight.route }),
+        ),
       ),
     );
     return pending.length;
@@ -567,18 +570,17 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
         'the upstream reported more usage than was reserved; the reservation was charged',
       );
     }
-    const entry: UsageEntry = {
-      ...usageEntry(call, key, outcome.usage, cost, 200, log.questions ?? 0),
+    const entry = usageEntry(call, key, outcome.usage, cost, 200, log.questions ?? 0, {
       route: log.route ?? null,
       upstream: outcome.upstream,
-    };
+    });
     const debited = await deps.store.settle(reservationId, entry, staleBefore(clock()));
     const creditsUsed = fromMicro(debited);
     log.creditsUsed = creditsUsed;
     return {
       ok: true,
       log,
-      meta: { ...metaOf(call, log), creditsUsed },
+      meta: metaOf(call, log, creditsUsed),
       data: {
         result: {
           model: MODEL_ID,
@@ -600,8 +602,9 @@ const NO_USAGE: Usage = { input_tokens: 0, output_tokens: 0 };
 const RECONCILE = { firstWaitMs: 250, maxWaitMs: 5_000, giveUpAfterMs: 15 * 60_000 } as const;
 
 /** What the response says of the evaluation so far: the route once known, the upstream once one answered. */
-function metaOf(call: EvaluationCall, log: EvaluationLog): ResponseMeta {
+function metaOf(call: EvaluationCall, log: EvaluationLog, creditsUsed?: number): ResponseMeta {
   const meta: ResponseMeta = { requestId: call.requestId };
+  if (creditsUsed !== undefined) meta.creditsUsed = creditsUsed;
   if (log.route !== undefined) meta.route = log.route;
   if (log.cache !== undefined) meta.cache = log.cache === 'coalesced' ? 'hit' : log.cache;
   if (log.upstreamOutcome === 'ok' && log.upstream !== undefined) meta.upstream = log.upstream;

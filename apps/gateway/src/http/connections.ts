@@ -11,8 +11,11 @@ import { DOORS, type DoorName } from './doors.ts';
  * random bits). Ids that grow with time are appended to the usage records' request-id index
  * instead of landing at random pages of it, which, as that index outgrows the cache, costs.
  */
-export const newRequestId = () =>
-  `req_${Date.now().toString(16).padStart(12, '0')}${randomUUID().replaceAll('-', '').slice(12)}`;
+export function newRequestId(): string {
+  // A UUID's last 20 hex digits, its dashes skipped by slicing (replaceAll costs more).
+  const uuid = randomUUID();
+  return `req_${Date.now().toString(16).padStart(12, '0')}${uuid.slice(14, 18)}${uuid.slice(19, 23)}${uuid.slice(24)}`;
+}
 
 /** How long a drain waits for idle keep-alive connections to bring one more request. */
 const IDLE_GRACE_MS = 1_000;
