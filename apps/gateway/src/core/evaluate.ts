@@ -350,7 +350,8 @@ export function createEvaluator(deps: EvaluationDeps): Evaluator {
       log.questionTypes[question.type] = (log.questionTypes[question.type] ?? 0) + 1;
     }
 
-    if (!cache) return paid(call, key, route, request, body.bytes, log);
+    // Awaited, not returned: an async function returning a promise pays two more microtasks.
+    if (!cache) return await paid(call, key, route, request, body.bytes, log);
     // After validation and the rate limit, before any credit is held: a hit needs none.
     const cacheKey = decisionKey(deps.cacheScope ?? 'key', key.id, routeName, request);
     if (directive === undefined) {
