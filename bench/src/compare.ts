@@ -1,5 +1,5 @@
-// pnpm bench:compare <git-ref>: this checkout's REST gateway beside the one at <git-ref>, in one
-// run, on one machine, against one stand-in upstream and one baseline relay. Ratios taken in
+// pnpm bench:compare <git-ref> [<git-ref>…]: this checkout's REST gateway beside the one at each
+// <git-ref>, in one run, on one machine, against one stand-in upstream and one baseline relay. Ratios taken in
 // different runs (or on different machines) move by more than the changes they are meant to show;
 // side by side, round by round, they do not. See the README's Performance section.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -54,7 +54,7 @@ function createKey(checkoutDir: string, databaseFile: string): string {
 }
 
 /**
- * With taskset and two CPUs or more: the servers measured (the relay and both gateways, one at a
+ * With taskset and two CPUs or more: the servers measured (the relay and every gateway, one at a
  * time under load) on CPU 1; this process (the load generator) and the stand-in on CPU 0. A
  * server's CPU time per request then stops depending on what the scheduler put beside it.
  */
@@ -73,22 +73,20 @@ const median = (values: number[]) =>
 const range = (values: number[]) => `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`;
 
 async function main() {
-  const ref = process.argv[2];
-  if (!ref) throw new Error('usage: pnpm bench:compare <git-ref>   (e.g. a commit before a change)');
+  const refs = process.argv.slice(2);
+  if (refs.length === 0)
+    throw new Error('usage: pnpm bench:compare <git-ref> [<git-ref>…]   (e.g. a commit before a change)');
   const dir = mkdtempSync(join(tmpdir(), 'dg-compare-'));
-  const refDir = join(dir, 'checkout');
+  const others = refs.map((ref, i) => ({ ref, dir: join(dir, `checkout-${i}`), name: `gateway at ${ref}` }));
   const processes: Running[] = [];
   try {
-    checkout(ref, refDir);
+    for (const other of others) checkout(other.ref, other.dir);
     const body = JSON.stringify(BENCH_REQUEST);
     const upstream = await startProcess('stand-in upstream', 'bench/src/stand-in-upstream.ts');
     processes.push(upstream);
-    const keys = {
-      before: createKey(refDir, join(dir, 'before.db')),
-      now: createKey(repoRoot, join(dir, 'now.db')),
-    };
+    const otherKeys = others.map((other, i) => createKey(other.dir, join(dir, `checkout-${i}.db`)));
+    const nowKey = createKey(repoRoot, join(dir, 'now.db'));
     const relayName = 'baseline relay';
-    const beforeName = `gateway at ${ref}`;
     const nowName = 'gateway (this checkout)';
     const gateway = async (name: string, checkoutDir: string, file: string, key: string): Promise<Target> => {
       const server = await startProcess(name, join(checkoutDir, 'apps/gateway/src/main.ts'), {
@@ -122,11 +120,15 @@ async function main() {
         headers: {},
         body,
       };
-      const before = await gateway(beforeName, refDir, 'before.db', keys.before);
-      const now = await gateway(nowName, repoRoot, 'now.db', keys.now);
-      const targets = [base, before, now];
+      const targets = [base];
       try {
-        pinned = pin([relay, before.server, now.server], [upstream]);
+        for (const [i, other] of others.entries())
+          targets.push(await gateway(other.name, other.dir, `checkout-${i}.db`, otherKeys[i] as string));
+        targets.push(await gateway(nowName, repoRoot, 'now.db', nowKey));
+        pinned = pin(
+          targets.map((target) => target.server),
+          [upstream],
+        );
         for (const target of targets) await measureLoad(target, CONNECTIONS, 3); // warm-up
         const rounds: Record<string, { rps: number; cpu: number }>[] = [];
         for (let round = 0; round < ROUNDS; round++) {
@@ -159,26 +161,30 @@ async function main() {
 
     const of = (name: string, field: 'rps' | 'cpu' | 'relayRatio') =>
       trials.map((t) => t[name]?.[field] as number);
-    const paired = (field: 'rps' | 'cpu') =>
-      trials.map((t) => (t[nowName]?.[field] as number) / (t[beforeName]?.[field] as number));
+    const paired = (name: string, field: 'rps' | 'cpu') =>
+      trials.map((t) => (t[nowName]?.[field] as number) / (t[name]?.[field] as number));
     const lines = [
-      `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the three targets in turn; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned (no taskset or one CPU)'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
+      `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the ${others.length + 2} targets in turn; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned (no taskset or one CPU)'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
       '',
       '| target | req/s | CPU µs/req | × relay req/s |',
       '| --- | ---: | ---: | ---: |',
-      ...[relayName, beforeName, nowName].map(
+      ...[relayName, ...others.map((other) => other.name), nowName].map(
         (name) =>
           `| ${name} | ${median(of(name, 'rps')).toFixed(0)} | ${median(of(name, 'cpu')).toFixed(0)} | ${median(of(name, 'relayRatio')).toFixed(2)} (${range(of(name, 'relayRatio'))}) |`,
       ),
       '',
       'Medians over trials (ranges over trials in brackets).',
-      `This checkout beside ${ref}, trial by trial: req/s ${median(paired('rps')).toFixed(3)}× (${range(paired('rps'))}), ` +
-        `CPU per request ${median(paired('cpu')).toFixed(3)}× (${range(paired('cpu'))}).`,
+      ...others.map(
+        ({ ref, name }) =>
+          `This checkout beside ${ref}, trial by trial: req/s ${median(paired(name, 'rps')).toFixed(3)}× (${range(paired(name, 'rps'))}), ` +
+          `CPU per request ${median(paired(name, 'cpu')).toFixed(3)}× (${range(paired(name, 'cpu'))}).`,
+      ),
     ];
     process.stdout.write(`\n${lines.join('\n')}\n`);
   } finally {
     for (const running of processes.reverse()) await running.stop();
-    spawnSync('git', ['worktree', 'remove', '--force', refDir], { cwd: repoRoot, stdio: 'ignore' });
+    for (const other of others)
+      spawnSync('git', ['worktree', 'remove', '--force', other.dir], { cwd: repoRoot, stdio: 'ignore' });
     rmSync(dir, { recursive: true, force: true });
   }
 }
