@@ -119,18 +119,11 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       `SELECT (SELECT COALESCE(SUM(delta_micro), 0) FROM credit_ledger WHERE key_id = ?)
             - (SELECT COALESCE(SUM(credits_micro), 0) FROM usage_records WHERE key_id = ?) AS total`,
     ),
-    /** The balance and what live (not stale) reservations hold, in one statement. */
+    /**
+     * What reserve and settle read, in one statement: the key as it stands, its balance, and what its
+     * live (not stale) reservations hold, summed from the covering index alone.
+     */
     balance: db.prepare<
-      { keyId: string; since: number },
-      { credits: number | null; reserved: number; revokedAt: number | null; expiresAt: number | null }
-    >(
-      `SELECT credits_micro AS credits, revoked_at AS revokedAt, expires_at AS expiresAt,
-              (SELECT COALESCE(SUM(amount_micro), 0) FROM reservations
-               WHERE key_id = @keyId AND created_at >= @since) AS reserved
-       FROM api_keys WHERE id = @keyId`,
-    ),
-    /** What reserve reads, in one statement: the key as it stands and what its live holds hold (index-only). */
-    reserveCheck: db.prepare<
       { keyId: string; since: number },
       { credits: number | null; reserved: number; revokedAt: number | null; expiresAt: number | null }
     >(
@@ -340,7 +333,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       sql.dropStale.run(staleBefore);
       lastSweep = at;
     }
-    const row = sql.reserveCheck.get({ keyId, since: staleBefore });
+    const row = sql.balance.get({ keyId, since: staleBefore });
     // The key as it stands now: authentication may have read it from a cache (SPEC §5).
     if (!row) return { ok: false, code: 'key_refused', reason: 'unknown' };
     if (row.revokedAt !== null) return { ok: false, code: 'key_refused', reason: 'revoked' };
