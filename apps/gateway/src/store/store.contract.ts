@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { NewKey, NewToken, Store, UsageEntry } from './store.ts';
+import { type NewKey, type NewToken, type Store, StoreUnavailableError, type UsageEntry } from './store.ts';
 
 /**
  * The one contract every Store implementation passes (SQLite and PostgreSQL), including SPEC §7's
@@ -10,6 +10,12 @@ export interface StoreFixture {
   store: Store;
   /** Another store on the same database: another instance of the gateway. */
   openAnother(): Promise<Store>;
+  /**
+   * Another store on the same database whose calls end by a deadline of `timeoutMs`, and a way to
+   * keep that database busy for `ms` (a statement that sends rows and then outlives the deadline on
+   * the store's own pool; a write lock held by another connection), so that deadlines fire.
+   */
+  openUnderDeadline(timeoutMs: number): Promise<{ store: Store; occupy(ms: number): Promise<void> }>;
   cleanup(): Promise<void>;
 }
 
@@ -557,5 +563,135 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
       withStore(async ({ store }) => {
         await expect(store.checkWritable()).resolves.toBeUndefined();
       }));
+
+    it(
+      'while deadlines fire at random, every answer is the right one or StoreUnavailableError',
+      () =>
+        withStore(async ({ store, openUnderDeadline }) => {
+          const t0 = 1_700_000_000_000;
+          const readers = Array.from({ length: 8 }, (_, i) =>
+            newKey({ name: `reader ${i}`, creditsMicro: null }),
+          );
+          const payers = Array.from({ length: 4 }, (_, i) =>
+            newKey({ name: `payer ${i}`, creditsMicro: 1_000 * MICRO }),
+          );
+          for (const key of [...readers, ...payers]) await store.createKey(key);
+          // Each reader has its own number of records, so another key's totals can never pass for its own.
+          for (const [i, key] of readers.entries())
+            for (let n = 0; n < 20 + i; n++)
+              await store.settle(null, entry(key.id, `${key.id}-${n}`, 1_000 + n, t0 + n * 60_000), 0);
+          const allIds = [...readers, ...payers].map((key) => key.id).sort();
+
+          const stressed = await openUnderDeadline(40);
+          const wrong: string[] = [];
+          const counts = { answered: 0, unavailable: 0 };
+          const pick = <T>(items: readonly T[]) => items[Math.floor(Math.random() * items.length)] as T;
+          const expectThat = (ok: boolean, what: string) => {
+            if (!ok) wrong.push(what);
+          };
+          let request = 0;
+          const operations: (() => Promise<void>)[] = [
+            async () => {
+              const key = pick(readers);
+              const found = await stressed.store.getKey(key.id);
+              expectThat(
+                found?.id === key.id && found.name === key.name,
+                `getKey(${key.id}) gave ${found?.id}`,
+              );
+            },
+            async () => {
+              const key = pick([...readers, ...payers]);
+              const found = await stressed.store.findKeyByHash(key.hash);
+              expectThat(found?.id === key.id, `findKeyByHash of ${key.id} gave ${found?.id}`);
+            },
+            async () => {
+              const index = Math.floor(Math.random() * readers.length);
+              const key = readers[index] as NewKey;
+              const usage = await stressed.store.usage(key.id, 5);
+              expectThat(
+                usage.totals.requests === 20 + index &&
+                  usage.recent.length === 5 &&
+                  usage.recent.every((record) => record.keyId === key.id),
+                `usage(${key.id}) gave ${usage.totals.requests} requests, records of ${usage.recent.map((r) => r.keyId)}`,
+              );
+            },
+            async () => {
+              const index = Math.floor(Math.random() * readers.length);
+              const key = readers[index] as NewKey;
+              const series = await stressed.store.usageSeries({
+                keyId: key.id,
+                from: t0,
+                to: t0 + 3_600_000,
+                stepMs: 60_000,
+              });
+              const requests = series.reduce((sum, point) => sum + point.requests, 0);
+              expectThat(
+                requests === 20 + index && series.every((point) => point.bucket >= 0 && point.bucket < 60),
+                `usageSeries(${key.id}) summed ${requests} requests over ${series.length} points`,
+              );
+            },
+            async () => {
+              const page = await stressed.store.listKeys(100);
+              const ids = page.keys.map((key) => key.id).sort();
+              expectThat(ids.join() === allIds.join(), `listKeys gave ${ids.length} keys`);
+            },
+            async () => {
+              const key = pick(payers);
+              const requestId = `stress-${request++}`;
+              const held = await stressed.store.reserve(
+                key.id,
+                requestId,
+                5_000,
+                Date.now(),
+                Date.now() - 60_000,
+              );
+              expectThat(held.ok, `reserve on ${key.id} gave ${JSON.stringify(held)}`);
+              if (!held.ok) return;
+              if (Math.random() < 0.5) {
+                const debit = await stressed.store.settle(
+                  held.reservationId,
+                  entry(key.id, requestId, 3_000),
+                  0,
+                );
+                expectThat(debit === 3_000 || debit === 0, `settle on ${key.id} debited ${debit}`);
+              } else {
+                await stressed.store.release(held.reservationId, {
+                  ...entry(key.id, requestId, 0),
+                  status: 502,
+                });
+              }
+            },
+          ];
+          const occupy = () => stressed.occupy(40 + Math.random() * 80);
+
+          const worker = async () => {
+            for (let i = 0; i < 150; i++) {
+              if (Math.random() < 0.15) {
+                await occupy();
+                continue;
+              }
+              try {
+                await pick(operations)();
+                counts.answered++;
+              } catch (error) {
+                if (error instanceof StoreUnavailableError) counts.unavailable++;
+                else wrong.push(`threw ${(error as Error).message}`);
+              }
+            }
+          };
+          try {
+            await Promise.all(Array.from({ length: 6 }, worker));
+          } finally {
+            await stressed.store.close();
+          }
+          expect(wrong).toEqual([]);
+          expect(counts.answered).toBeGreaterThan(0);
+          expect(counts.unavailable).toBeGreaterThan(0);
+          // Whatever the deadlines cut short, the ledger of every key that paid is exact.
+          for (const key of payers)
+            expect(await store.ledgerBalance(key.id)).toBe((await store.getKey(key.id))?.creditsMicro);
+        }),
+      120_000,
+    );
   });
 }

@@ -1,4 +1,3 @@
-import postgres from 'postgres';
 import {
   KEY_COLUMNS,
   type KeyRow,
@@ -17,23 +16,10 @@ import {
   type Store,
   type UsageEntry,
 } from '../store.ts';
+import { connectPostgres, type Sql } from './client.ts';
 import { type Attempt, withDeadline } from './deadline.ts';
 import { POSTGRES_MIGRATIONS } from './migrations.ts';
 import { createStepBatcher, type Step, type StepRow } from './step-batcher.ts';
-
-/** int8 columns as JavaScript numbers: micro-credits and epoch milliseconds stay far below 2^53. */
-const int8 = {
-  to: 20,
-  from: [20],
-  serialize: (value: number) => String(value),
-  parse: (text: string) => {
-    const value = Number(text);
-    if (!Number.isSafeInteger(value)) throw new RangeError(`int8 ${text} is beyond a safe integer`);
-    return value;
-  },
-};
-
-type Sql = postgres.Sql<{ int8: number }>;
 
 /** Any constant: the advisory lock that lets one starting instance migrate at a time. */
 const MIGRATION_LOCK = 0x4447_0001;
@@ -77,23 +63,18 @@ export interface PostgresStoreOptions {
  */
 export async function openPostgresStore(url: string, options: PostgresStoreOptions): Promise<Store> {
   const timeoutMs = options.timeoutMs ?? 2_000;
-  const sql: Sql = postgres(url, {
-    max: options.poolSize,
-    types: { int8 },
-    onnotice: () => {},
-    connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
-    // Seconds before reconnecting after a failure: postgres.js grows this to 20 s, so a database
-    // back after an outage would be used only that much later. A quarter second at most.
-    backoff: (attempts: number) => Math.min(0.25, 0.01 * 2 ** attempts),
-    connection: { application_name: 'decision-gateway', statement_timeout: timeoutMs },
-  });
+  const sql = connectPostgres(url, { poolSize: options.poolSize, timeoutMs });
   try {
     await migratePostgres(sql);
   } catch (error) {
     await sql.end({ timeout: 1 });
     throw error;
   }
+  return postgresStore(sql, timeoutMs);
+}
 
+/** The Store over a migrated database, on a pool made by `connectPostgres`; it ends the pool on close. */
+export function postgresStore(sql: Sql, timeoutMs: number): Store {
   /** Stale reservations are swept at most once a minute per instance; they count nowhere before. */
   let lastSweep = 0;
 

@@ -1,0 +1,45 @@
+import postgres from 'postgres';
+
+/** int8 columns as JavaScript numbers: micro-credits and epoch milliseconds stay far below 2^53. */
+const int8 = {
+  to: 20,
+  from: [20],
+  serialize: (value: number) => String(value),
+  parse: (text: string) => {
+    const value = Number(text);
+    if (!Number.isSafeInteger(value)) throw new RangeError(`int8 ${text} is beyond a safe integer`);
+    return value;
+  },
+};
+
+export type Sql = postgres.Sql<{ int8: number }>;
+
+export interface PostgresClientOptions {
+  /** Connections in the pool (DATABASE_POOL_SIZE). */
+  poolSize: number;
+  /** STORE_TIMEOUT_MS: the server ends any statement that runs longer (README, "Configuration"). */
+  timeoutMs: number;
+}
+
+/**
+ * The one place the store's postgres.js pool is configured.
+ *
+ * A statement that meets `statement_timeout` after it has sent some rows must not leave anything
+ * behind on its connection. postgres.js 3.4.9 forgets to reset its row counter then (upstream
+ * issue porsager/postgres#1119), so the next query on that connection received a result with
+ * that many empty slots before its own rows: `getKey` read an empty first slot as "no such key",
+ * and a batch of one step came back as 23 rows. `patches/postgres@3.4.9.patch` resets the counter
+ * when the connection is ready for the next query; `client.test.ts` shows the failure without it.
+ */
+export function connectPostgres(url: string, options: PostgresClientOptions): Sql {
+  return postgres(url, {
+    max: options.poolSize,
+    types: { int8 },
+    onnotice: () => {},
+    connect_timeout: Math.max(1, Math.ceil(options.timeoutMs / 1000)),
+    // Seconds before reconnecting after a failure: postgres.js grows this to 20 s, so a database
+    // back after an outage would be used only that much later. A quarter second at most.
+    backoff: (attempts: number) => Math.min(0.25, 0.01 * 2 ** attempts),
+    connection: { application_name: 'decision-gateway', statement_timeout: options.timeoutMs },
+  });
+}
