@@ -1,4 +1,4 @@
-import type { EvaluationLog } from '../core/evaluate.ts';
+import type { EvaluationLog } from '../core/evaluation/index.ts';
 
 /** One evaluation a request ran: a tRPC batch runs several, each with its own request id. */
 export interface EvaluationReport {

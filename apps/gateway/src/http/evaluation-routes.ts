@@ -10,7 +10,7 @@ import {
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticate } from '../auth/authenticate.ts';
 import type { MintResult, TokenService } from '../auth/tokens.ts';
-import type { Evaluate, ResponseMeta } from '../core/evaluate.ts';
+import type { Evaluate, ResponseMeta } from '../core/evaluation/index.ts';
 import { isJsonMediaType } from '../core/media-type.ts';
 import { cors, originOf } from './cors.ts';
 import { type DoorName, type DoorOptions, door, sendFailure } from './doors.ts';

@@ -1,6 +1,6 @@
 import { LIMITS } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { EvaluationCall } from '../core/evaluate.ts';
+import type { EvaluationCall } from '../core/evaluation/index.ts';
 import { originOf } from './cors.ts';
 
 /** The Content-Type each request sent, hidden from Fastify by doors that judge it after auth. */

@@ -1,4 +1,4 @@
-import type { ResponseMeta } from '../core/evaluate.ts';
+import type { ResponseMeta } from '../core/evaluation/index.ts';
 
 /**
  * The one place the evaluation's metadata becomes headers, for every door (SPEC §§3, 11, 12):

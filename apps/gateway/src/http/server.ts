@@ -7,7 +7,7 @@ import { createTokenService } from '../auth/tokens.ts';
 import type { CacheScope, DecisionCache } from '../cache/decision-cache.ts';
 import { TIMEOUT_DEFAULTS } from '../config.ts';
 import type { Pricing } from '../core/credits.ts';
-import { createEvaluator } from '../core/evaluate.ts';
+import { createEvaluator } from '../core/evaluation/index.ts';
 import { createKeyService } from '../keys/key-service.ts';
 import { createMetrics, type GatewayMetrics } from '../metrics.ts';
 import { createMemoryRateLimiter, type RateLimiter } from '../rate-limit/rate-limiter.ts';

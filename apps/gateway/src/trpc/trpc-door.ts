@@ -21,7 +21,7 @@ import { fastifyRequestHandler } from '@trpc/server/adapters/fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticate } from '../auth/authenticate.ts';
 import type { TokenService } from '../auth/tokens.ts';
-import type { Evaluate, ResponseMeta } from '../core/evaluate.ts';
+import type { Evaluate, ResponseMeta } from '../core/evaluation/index.ts';
 import { storeTroubleFailure } from '../core/store-trouble.ts';
 import { cors, originOf } from '../http/cors.ts';
 import type { EvaluationReport } from '../http/door-outcome.ts';

@@ -1,0 +1,56 @@
+import type { GatewayFailure } from '@decision-gateway/contract';
+import type { Credentials } from '../../auth/authenticate.ts';
+import type { EvaluationContext } from './context.ts';
+import type { StageDeps } from './deps.ts';
+
+const credentialsOf = (ctx: EvaluationContext, cached: boolean): Credentials => ({
+  authorization: ctx.call.authorization,
+  origin: ctx.call.origin,
+  cached,
+});
+
+/**
+ * Stage 1: who pays. A key or token may come from authentication's cache of recently seen ones;
+ * it is confirmed before any answer the reservation does not confirm (`confirmPayer`).
+ */
+export async function authenticateCaller(
+  ctx: EvaluationContext,
+  deps: Pick<StageDeps, 'authenticate'>,
+): Promise<GatewayFailure | undefined> {
+  const auth = await deps.authenticate(credentialsOf(ctx, true));
+  if (!auth.ok) return auth.failure;
+  const { principal } = auth;
+  ctx.payer = {
+    ...principal.key,
+    token: principal.kind === 'token' ? principal.token : null,
+    unconfirmed: auth.fromCache,
+  };
+  ctx.log.keyPrefix = principal.key.prefix;
+  return undefined;
+}
+
+/**
+ * A payer read from authentication's cache, read again from the store before an answer that the
+ * reservation did not confirm (docs/keys.md). Its refusal if it was revoked or has expired since:
+ * then the request acts for no one, and nothing is recorded for it.
+ */
+export async function confirmPayer(
+  ctx: EvaluationContext,
+  deps: Pick<StageDeps, 'authenticate'>,
+): Promise<GatewayFailure | undefined> {
+  const payer = ctx.payer;
+  if (payer === undefined || !payer.unconfirmed) return undefined;
+  const fresh = await deps.authenticate(credentialsOf(ctx, false));
+  if (fresh.ok) {
+    payer.unconfirmed = false;
+    return undefined;
+  }
+  refuse(ctx);
+  return fresh.failure;
+}
+
+/** The key was refused after all: no one pays, nothing is recorded, the headers say only the id. */
+export function refuse(ctx: EvaluationContext): void {
+  ctx.payer = undefined;
+  ctx.meta = { requestId: ctx.call.requestId };
+}

@@ -1,0 +1,110 @@
+import { failure, type GatewayFailure } from '@decision-gateway/contract';
+import { refusedKeyFailure } from '../../auth/api-keys.ts';
+import { StoreUnavailableError } from '../../store/store.ts';
+import type { Route, RouteOutcome } from '../../upstreams/route.ts';
+import { costMicro, fromMicro } from '../credits.ts';
+import { confirmPayer, refuse } from './authenticate.ts';
+import type { EvaluationContext } from './context.ts';
+import type { StageDeps } from './deps.ts';
+
+/**
+ * Stage 6, every request the cache did not answer: reserve the worst case, ask the route, cap the
+ * cost at the reservation, settle (docs/credits.md). On success `ctx.answered` holds the checked
+ * answers and the debit. Storage trouble is thrown, for the pipeline's one answer to it.
+ */
+export async function charge(ctx: EvaluationContext, deps: StageDeps): Promise<GatewayFailure | undefined> {
+  const route = ctx.route as Route;
+  const request = ctx.request as NonNullable<EvaluationContext['request']>;
+  const payer = ctx.payer as NonNullable<EvaluationContext['payer']>;
+  const boundMicro = costMicro(route.usageBound(request, ctx.bodyBytes), deps.pricing);
+  const reservation = await deps.ledger.reserve(ctx, boundMicro);
+  if (!reservation.ok && reservation.code === 'key_refused') {
+    // Revoked or expired since authentication read it: refused as authentication words it.
+    payer.unconfirmed = true;
+    const refused = (await confirmPayer(ctx, deps)) ?? refusedKeyFailure(reservation.reason);
+    refuse(ctx);
+    return refused;
+  }
+  payer.unconfirmed = false;
+  if (!reservation.ok) {
+    const whose = payer.token?.maxCreditsMicro ? 'the token (or its key)' : 'the key';
+    return failure(
+      'insufficient_credits',
+      `this request may cost up to ${fromMicro(boundMicro)} credits; ${whose} has ${fromMicro(reservation.availableMicro)} available`,
+    );
+  }
+  ctx.reservation = { id: reservation.reservationId, boundMicro };
+  deps.inFlight.begin(ctx);
+  try {
+    const outcome = await ask(ctx, route, deps);
+    if (!outcome.ok) {
+      if (outcome.detail) ctx.log.reason = outcome.detail;
+      return outcome.failure;
+    }
+    // A shutdown released this request's hold while the upstream answered: it is not charged.
+    if (!deps.inFlight.settle(ctx.call.requestId))
+      return failure('unavailable', 'the gateway shut down before the answer');
+    return await settle(ctx, outcome, deps);
+  } catch (error) {
+    // The store cannot be reached: its hold goes stale by itself (docs/credits.md).
+    if (error instanceof StoreUnavailableError) throw error;
+    deps.logger.error({ err: error, requestId: ctx.call.requestId }, 'evaluation failed unexpectedly');
+    return failure('internal_error', 'internal error');
+  } finally {
+    deps.inFlight.end(ctx.call.requestId);
+  }
+}
+
+/** The route's upstreams, within the route's deadline. */
+async function ask(ctx: EvaluationContext, route: Route, deps: StageDeps): Promise<RouteOutcome> {
+  const started = performance.now();
+  const outcome = await route.answer({
+    request: ctx.request as NonNullable<EvaluationContext['request']>,
+    bodyBytes: ctx.bodyBytes,
+    requestId: ctx.call.requestId,
+    deadlineAt: deps.clock() + route.spec.deadlineMs,
+  });
+  ctx.log.upstreamMs = performance.now() - started;
+  return outcome;
+}
+
+/** Never more than was reserved: an upstream reporting more is charged the reservation. */
+async function settle(
+  ctx: EvaluationContext,
+  outcome: Extract<RouteOutcome, { ok: true }>,
+  deps: StageDeps,
+): Promise<undefined> {
+  const { log } = ctx;
+  const boundMicro = ctx.reservation?.boundMicro ?? 0;
+  log.upstream = outcome.upstream;
+  log.usage = outcome.usage;
+  if (outcome.upstreamRequestId !== undefined) log.upstreamRequestId = outcome.upstreamRequestId;
+  if (outcome.labelMass !== undefined) log.labelMass = outcome.labelMass;
+  const reported = costMicro(outcome.usage, deps.pricing);
+  if (reported > boundMicro) {
+    const route = ctx.route?.spec.name ?? '';
+    deps.onDebitCapped?.(route, reported - boundMicro);
+    deps.logger.warn(
+      {
+        requestId: ctx.call.requestId,
+        upstream: outcome.upstream,
+        usage: outcome.usage,
+        reservedMicro: boundMicro,
+        reportedMicro: reported,
+      },
+      'the upstream reported more usage than was reserved; the reservation was charged',
+    );
+  }
+  const debited = await deps.ledger.settle(
+    ctx,
+    outcome.usage,
+    Math.min(reported, boundMicro),
+    outcome.upstream,
+  );
+  const creditsUsed = fromMicro(debited);
+  log.creditsUsed = creditsUsed;
+  ctx.meta.upstream = outcome.upstream;
+  ctx.meta.creditsUsed = creditsUsed;
+  ctx.answered = { answers: outcome.answers, usage: outcome.usage, upstream: outcome.upstream, creditsUsed };
+  return undefined;
+}

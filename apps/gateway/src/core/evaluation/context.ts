@@ -1,0 +1,59 @@
+import type { Answer, EvaluationRequest, GatewayFailure, Usage } from '@decision-gateway/contract';
+import type { DecisionCache, DecisionKey } from '../../cache/decision-cache.ts';
+import type { KeyAuth, TokenAuth } from '../../store/store.ts';
+import type { Route } from '../../upstreams/route.ts';
+import type { EvaluationCall, EvaluationLog, ResponseMeta } from './types.ts';
+
+/** Who pays for a request: its key, and the browser token it came with, if any. */
+export interface Payer extends KeyAuth {
+  token: TokenAuth['token'] | null;
+  /** Read from authentication's cache and not yet confirmed against the store. */
+  unconfirmed: boolean;
+}
+
+/** The decision cache as one request uses it: where its decision lives, and what Cache-Control asked. */
+export interface RequestCache {
+  store: DecisionCache;
+  key: DecisionKey;
+  directive: 'no-cache' | 'no-store' | undefined;
+  ttlSeconds: number;
+}
+
+/** What the route's upstreams answered, checked, and what it cost. */
+export interface Answered {
+  answers: Record<string, Answer>;
+  usage: Usage;
+  upstream: string;
+  creditsUsed: number;
+}
+
+/**
+ * One evaluation on its way through the pipeline. Each stage reads what the stages before it
+ * learnt and adds its own; `log` is written for the request's log line and never read to decide
+ * anything; `meta` is what the response's headers will say.
+ */
+export interface EvaluationContext {
+  readonly call: EvaluationCall;
+  readonly log: EvaluationLog;
+  meta: ResponseMeta;
+  /** Set by authentication; cleared when the key turns out to be refused (nothing is recorded then). */
+  payer?: Payer;
+  /** Bytes of the body as received (the reservation's bound counts them). */
+  bodyBytes: number;
+  request?: EvaluationRequest;
+  /** How many questions the request asked (0 until it is read). */
+  questions: number;
+  /** A 40001 found while reading, answered once the route is known (docs/http-api.md#errors). */
+  invalid?: GatewayFailure;
+  route?: Route;
+  cache?: RequestCache;
+  /** The hold on the key's credits, once reserved: its id (null on an unlimited key) and amount. */
+  reservation?: { id: string | null; boundMicro: number };
+  answered?: Answered;
+  /** A shutdown that could wait no longer released its hold and recorded it: nothing more is written. */
+  abandoned?: true;
+}
+
+export function newContext(call: EvaluationCall): EvaluationContext {
+  return { call, log: {}, meta: { requestId: call.requestId }, bodyBytes: 0, questions: 0 };
+}

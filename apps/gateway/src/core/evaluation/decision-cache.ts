@@ -1,0 +1,51 @@
+import type { Lead } from '../../cache/coalesce.ts';
+import type { CachedDecision } from '../../cache/decision-cache.ts';
+import type { Answered, EvaluationContext, RequestCache } from './context.ts';
+import type { StageDeps } from './deps.ts';
+
+/** A decision from the cache, or from an identical request that was in flight. */
+export interface Found {
+  decision: CachedDecision;
+  how: 'hit' | 'coalesced';
+}
+
+/** What the lookup came to: a decision, or none and perhaps the lead of identical requests. */
+export type LookedUp = { found: Found; lead?: undefined } | { found?: undefined; lead?: Lead };
+
+/**
+ * Stage 5, on a route that keeps decisions (docs/routes.md#decision-cache): the same decision asked
+ * before. After validation and the rate limit, before any credit is held: a hit needs none. An
+ * identical request in flight is waited for, never past this request's own deadline; the first
+ * of them leads, unless Cache-Control skipped the lookup.
+ */
+export async function lookUp(
+  ctx: EvaluationContext,
+  cache: RequestCache,
+  deps: Pick<StageDeps, 'coalescer' | 'onCacheOutcome'>,
+): Promise<LookedUp> {
+  const route = (ctx.route as NonNullable<EvaluationContext['route']>).spec;
+  if (cache.directive !== undefined) {
+    deps.onCacheOutcome?.(route.name, 'bypass');
+    return {};
+  }
+  const found = await cache.store.get(cache.key);
+  if (found) return { found: { decision: found, how: 'hit' } };
+  const joined = deps.coalescer.join(cache.key.hash, route.deadlineMs);
+  if ('follow' in joined) {
+    const led = await joined.follow;
+    if (led) return { found: { decision: led, how: 'coalesced' } };
+  }
+  deps.onCacheOutcome?.(route.name, 'miss');
+  return 'lead' in joined ? { lead: joined.lead } : {};
+}
+
+/** A successful decision, kept after its settlement (unless `Cache-Control: no-store`). */
+export async function keep(
+  cache: RequestCache,
+  answered: Answered,
+  deps: Pick<StageDeps, 'clock'>,
+): Promise<CachedDecision> {
+  const decision = { answers: answered.answers, upstream: answered.upstream, storedAt: deps.clock() };
+  if (cache.directive !== 'no-store') await cache.store.set(cache.key, decision, cache.ttlSeconds);
+  return decision;
+}

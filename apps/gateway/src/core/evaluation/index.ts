@@ -1,0 +1,143 @@
+import { type GatewayFailure, MODEL_ID, type Usage } from '@decision-gateway/contract';
+import { createCoalescer } from '../../cache/coalesce.ts';
+import type { CachedDecision } from '../../cache/decision-cache.ts';
+import { storeTroubleFailure } from '../store-trouble.ts';
+import { authenticateCaller, confirmPayer } from './authenticate.ts';
+import { charge } from './charge.ts';
+import { type EvaluationContext, newContext, type RequestCache } from './context.ts';
+import { type Found, keep, lookUp } from './decision-cache.ts';
+import type { StageDeps } from './deps.ts';
+import { createInFlight } from './in-flight.ts';
+import { createLedger, staleAfterMs } from './ledger.ts';
+import { rateLimit } from './rate-limit.ts';
+import { readRequest } from './read-request.ts';
+import { resolveRoute } from './resolve-route.ts';
+import type { EvaluationCall, EvaluationDeps, EvaluationOutcome, Evaluator } from './types.ts';
+
+export type * from './types.ts';
+
+/**
+ * The evaluation pipeline: a fixed order of small stages, each working on one context and
+ * returning a failure or nothing (docs/http-api.md#errors gives the order):
+ *
+ *   authenticate → rate limit → read the request → resolve the route
+ *     → [decision cache: a hit is served] → charge (reserve → ask → cap → settle)
+ *
+ * `fail` is the one place a failure becomes an outcome, and the ledger the only code that writes
+ * credits and usage records, so a failed request is never charged and every authenticated request
+ * leaves one usage record by construction. The stages are called one after another here rather
+ * than through a middleware chain: this is the hot path of every door.
+ */
+export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
+  const clock = evaluation.clock ?? Date.now;
+  const longestDeadlineMs = Math.max(
+    ...[...evaluation.routes.values()].map((route) => route.spec.deadlineMs),
+  );
+  const deps: StageDeps = {
+    ...evaluation,
+    clock,
+    inFlight: createInFlight(),
+    coalescer: createCoalescer(),
+    ledger: createLedger({
+      store: evaluation.store,
+      clock,
+      logger: evaluation.logger,
+      staleAfterMs: staleAfterMs(longestDeadlineMs, evaluation.storeTimeoutMs ?? 2_000),
+    }),
+  };
+
+  async function evaluate(call: EvaluationCall): Promise<EvaluationOutcome> {
+    const ctx = newContext(call);
+    try {
+      const stop =
+        (await authenticateCaller(ctx, deps)) ??
+        (await rateLimit(ctx, deps)) ??
+        (await readRequest(ctx)) ??
+        resolveRoute(ctx, deps);
+      if (stop) return await fail(ctx, stop);
+      // Awaited, not returned: an async function returning a promise pays two more microtasks.
+      return ctx.cache === undefined ? await charged(ctx) : await cached(ctx, ctx.cache);
+    } catch (error) {
+      // Storage trouble is never a 500 (docs/operations.md#storage-trouble): try again shortly.
+      const unavailable = storeTroubleFailure(error);
+      if (!unavailable) throw error;
+      deps.logger.warn({ err: error, requestId: call.requestId }, 'the store is unavailable');
+      ctx.log.reason = (error as Error).message;
+      // Whatever the store did or did not do for this request, it ends as a failure: recorded once
+      // the store answers again, its hold freed, its debit undone should a lost settle have landed.
+      if (ctx.payer && !ctx.abandoned) deps.ledger.releaseLater(ctx, 503);
+      return { ok: false, failure: unavailable, meta: ctx.meta, log: ctx.log };
+    }
+  }
+
+  /** The one place a failure becomes an outcome: confirmed, released and recorded once. */
+  async function fail(ctx: EvaluationContext, failure: GatewayFailure): Promise<EvaluationOutcome> {
+    const refused = await confirmPayer(ctx, deps);
+    if (refused) return { ok: false, failure: refused, meta: ctx.meta, log: ctx.log };
+    // A request a shutdown abandoned was recorded then.
+    if (ctx.payer && !ctx.abandoned) await deps.ledger.release(ctx, failure.status);
+    return { ok: false, failure, meta: ctx.meta, log: ctx.log };
+  }
+
+  async function charged(ctx: EvaluationContext): Promise<EvaluationOutcome> {
+    const stop = await charge(ctx, deps);
+    return stop ? fail(ctx, stop) : answered(ctx);
+  }
+
+  /** On a route that keeps decisions: a hit is served; else this request may lead identical ones. */
+  async function cached(ctx: EvaluationContext, cache: RequestCache): Promise<EvaluationOutcome> {
+    const { found, lead } = await lookUp(ctx, cache, deps);
+    if (found) return served(ctx, found);
+    let decision: CachedDecision | undefined;
+    try {
+      const outcome = await charged(ctx);
+      // Only successful decisions, after their settlement.
+      if (outcome.ok && ctx.answered) decision = await keep(cache, ctx.answered, deps);
+      return outcome;
+    } finally {
+      lead?.done(decision);
+    }
+  }
+
+  /** A decision from the cache (or an identical request's): nothing spent, a usage record all the same. */
+  async function served(ctx: EvaluationContext, { decision, how }: Found): Promise<EvaluationOutcome> {
+    const refused = await confirmPayer(ctx, deps);
+    if (refused) return { ok: false, failure: refused, meta: ctx.meta, log: ctx.log };
+    const route = ctx.route?.spec.name ?? '';
+    Object.assign(ctx.log, { cache: how, upstream: decision.upstream, usage: NO_USAGE, creditsUsed: 0 });
+    await deps.ledger.recordHit(ctx, decision.upstream);
+    deps.onCacheOutcome?.(route, how);
+    ctx.meta.upstream = decision.upstream;
+    ctx.meta.creditsUsed = 0;
+    ctx.meta.cache = 'hit';
+    ctx.meta.age = Math.max(0, Math.floor((clock() - decision.storedAt) / 1000));
+    ctx.answered = {
+      answers: decision.answers,
+      usage: NO_USAGE,
+      upstream: decision.upstream,
+      creditsUsed: 0,
+    };
+    return answered(ctx);
+  }
+
+  function answered(ctx: EvaluationContext): EvaluationOutcome {
+    const { answers, usage, creditsUsed } = ctx.answered as NonNullable<EvaluationContext['answered']>;
+    const elapsedMs = Math.round(performance.now() - ctx.call.startedAt);
+    return {
+      ok: true,
+      log: ctx.log,
+      meta: ctx.meta,
+      data: { result: { model: MODEL_ID, answers, usage, elapsedMs }, creditsUsed },
+    };
+  }
+
+  async function abandonInFlight(): Promise<number> {
+    const pending = deps.inFlight.abandonAll();
+    await Promise.all(pending.map((ctx) => deps.ledger.release(ctx, 503)));
+    return pending.length;
+  }
+
+  return { evaluate, abandonInFlight };
+}
+
+const NO_USAGE: Usage = { input_tokens: 0, output_tokens: 0 };

@@ -1,0 +1,230 @@
+import { failure } from '@decision-gateway/contract';
+import { describe, expect, it } from 'vitest';
+import {
+  callOf,
+  fakeAuthenticate,
+  fakeDeps,
+  fakeRoute,
+  noulRequest,
+} from '../../../test/support/evaluation-fakes.ts';
+import { createMemoryCache } from '../../cache/memory-cache.ts';
+import { StoreUnavailableError } from '../../store/store.ts';
+import { createEvaluator } from './index.ts';
+
+const revoked = { ok: false as const, failure: failure('invalid_api_key', 'the API key has been revoked') };
+
+describe('the evaluation pipeline', () => {
+  it('a success: reserved, asked, settled at the reported cost, one usage record, headers from the meta', async () => {
+    const deps = fakeDeps();
+    const outcome = await createEvaluator(deps).evaluate(callOf());
+    expect(outcome.ok).toBe(true);
+    if (!outcome.ok) return;
+    expect(outcome.data.result.answers).toEqual({ refund: { type: 'noul', noul: 0.9 } });
+    expect(outcome.data.creditsUsed).toBe(0.1);
+    expect(outcome.meta).toMatchObject({ route: 'default', upstream: 'fake', creditsUsed: 0.1 });
+    expect(deps.store.reserved).toHaveLength(1);
+    expect(deps.store.settled).toMatchObject([
+      { status: 200, creditsMicro: 100_000, upstream: 'fake', questions: 1 },
+    ]);
+    expect(deps.store.released).toEqual([]);
+  });
+
+  it('every failure after authentication leaves one record with 0 credits and its status; none before', async () => {
+    const cases = [
+      { call: callOf('{'), status: 400 },
+      { call: callOf({ ...noulRequest, questions: {} }), status: 400 },
+      { call: callOf(noulRequest, { route: 'missing' }), status: 400 },
+    ];
+    for (const { call, status } of cases) {
+      const deps = fakeDeps();
+      const outcome = await createEvaluator(deps).evaluate(call);
+      expect(outcome.ok).toBe(false);
+      expect(deps.store.released.map(({ entry }) => [entry.status, entry.creditsMicro])).toEqual([
+        [status, 0],
+      ]);
+      expect(deps.store.settled).toEqual([]);
+    }
+    const unauthenticated = fakeDeps({ authenticate: fakeAuthenticate({ refusal: revoked }) });
+    const refused = await createEvaluator(unauthenticated).evaluate(callOf());
+    expect(!refused.ok && refused.failure.code).toBe(40101);
+    expect(unauthenticated.store.released).toEqual([]);
+  });
+
+  it('an upstream failure releases the hold it reserved, uncharged, and keeps the route header', async () => {
+    const route = fakeRoute(() => ({
+      ok: false,
+      failure: failure('upstream_error', 'boom'),
+      detail: 'boom',
+    }));
+    const deps = fakeDeps({ routes: new Map([['default', route]]) });
+    const outcome = await createEvaluator(deps).evaluate(callOf());
+    expect(!outcome.ok && outcome.failure.code).toBe(50200);
+    expect(outcome.meta).toEqual({ requestId: expect.any(String), route: 'default' });
+    expect(outcome.log.reason).toBe('boom');
+    expect(deps.store.released).toMatchObject([
+      { reservationId: 'res_1', entry: { status: 502, creditsMicro: 0 } },
+    ]);
+  });
+
+  it('402 without calling the upstream when the key cannot cover the bound', async () => {
+    const deps = fakeDeps();
+    deps.store.nextReserve = { ok: false, code: 'insufficient_credits', availableMicro: 500 };
+    const route = deps.routes.get('default') as ReturnType<typeof fakeRoute>;
+    const outcome = await createEvaluator(deps).evaluate(callOf());
+    expect(!outcome.ok && outcome.failure.message).toBe(
+      'this request may cost up to 1 credits; the key has 0.0005 available',
+    );
+    expect(route.calls).toBe(0);
+    expect(deps.store.released).toMatchObject([{ entry: { status: 402 } }]);
+  });
+
+  it('a key the reservation refuses is answered as authentication words it, with no record', async () => {
+    const deps = fakeDeps({ authenticate: fakeAuthenticate({ fromCache: true, freshRefusal: revoked }) });
+    deps.store.nextReserve = { ok: false, code: 'key_refused', reason: 'revoked' };
+    const outcome = await createEvaluator(deps).evaluate(callOf());
+    expect(!outcome.ok && outcome.failure.message).toBe('the API key has been revoked');
+    expect(outcome.meta).toEqual({ requestId: expect.any(String) });
+    expect(deps.store.released).toEqual([]);
+  });
+
+  it('a cached key revoked since is refused before a 400 is recorded for it', async () => {
+    const deps = fakeDeps({ authenticate: fakeAuthenticate({ fromCache: true, freshRefusal: revoked }) });
+    const outcome = await createEvaluator(deps).evaluate(callOf('{'));
+    expect(!outcome.ok && outcome.failure.code).toBe(40101);
+    expect(deps.store.released).toEqual([]);
+  });
+
+  it('caps the debit at the reservation and says so', async () => {
+    const capped: number[] = [];
+    const route = fakeRoute(() => ({
+      ok: true,
+      answers: { refund: { type: 'noul', noul: 0.5 } },
+      usage: { input_tokens: 5_000, output_tokens: 0 },
+      upstream: 'fake',
+    }));
+    const deps = fakeDeps({
+      routes: new Map([['default', route]]),
+      onDebitCapped: (_r, excess) => capped.push(excess),
+    });
+    const outcome = await createEvaluator(deps).evaluate(callOf());
+    expect(outcome.ok && outcome.data.creditsUsed).toBe(1);
+    expect(capped).toEqual([4_000_000]);
+  });
+
+  it('an unexpected error after the reservation is a 500 that releases the hold', async () => {
+    const route = fakeRoute(() => {
+      throw new Error('a bug');
+    });
+    const deps = fakeDeps({ routes: new Map([['default', route]]) });
+    const outcome = await createEvaluator(deps).evaluate(callOf());
+    expect(!outcome.ok && outcome.failure.code).toBe(50000);
+    expect(deps.store.released).toMatchObject([{ reservationId: 'res_1', entry: { status: 500 } }]);
+  });
+
+  it('storage trouble is a 503 whose record is written once the store is back', async () => {
+    const deps = fakeDeps();
+    deps.store.failWith = new StoreUnavailableError('down');
+    const outcome = await createEvaluator(deps).evaluate(callOf());
+    expect(!outcome.ok && [outcome.failure.code, outcome.failure.retryAfterMs]).toEqual([50300, 1000]);
+    deps.store.failWith = undefined;
+    const deadline = Date.now() + 10_000;
+    while (deps.store.released.length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(deps.store.released).toMatchObject([
+      { reservationId: null, entry: { status: 503, creditsMicro: 0 } },
+    ]);
+  });
+
+  it('a shutdown releases what is held; the request answering afterwards is neither settled nor recorded twice', async () => {
+    let answer: () => void = () => {};
+    const route = fakeRoute(
+      () =>
+        new Promise((resolve) => {
+          answer = () =>
+            resolve({
+              ok: true,
+              answers: { refund: { type: 'noul', noul: 1 } },
+              usage: { input_tokens: 1, output_tokens: 0 },
+              upstream: 'fake',
+            });
+        }),
+    );
+    const deps = fakeDeps({ routes: new Map([['default', route]]) });
+    const evaluator = createEvaluator(deps);
+    const pending = evaluator.evaluate(callOf());
+    while (route.calls === 0) await new Promise((r) => setTimeout(r, 1));
+    expect(await evaluator.abandonInFlight()).toBe(1);
+    answer();
+    const outcome = await pending;
+    expect(!outcome.ok && outcome.failure.code).toBe(50300);
+    expect(deps.store.settled).toEqual([]);
+    expect(deps.store.released).toMatchObject([{ reservationId: 'res_1', entry: { status: 503 } }]);
+    expect(await evaluator.abandonInFlight()).toBe(0);
+  });
+
+  describe('on a route that keeps decisions', () => {
+    function cachedDeps() {
+      const route = fakeRoute(undefined, { cacheTtlSeconds: 60 });
+      const outcomes: string[] = [];
+      const deps = fakeDeps({
+        routes: new Map([['default', route]]),
+        cache: createMemoryCache({ maxBytes: 1 << 20 }),
+        onCacheOutcome: (_route, outcome) => outcomes.push(outcome),
+      });
+      return { deps, route, outcomes };
+    }
+
+    it('a hit is served without credits or the upstream, with a record of its own', async () => {
+      const { deps, route, outcomes } = cachedDeps();
+      const evaluator = createEvaluator(deps);
+      const first = await evaluator.evaluate(callOf());
+      const second = await evaluator.evaluate(callOf());
+      expect(first.meta.cache).toBe('miss');
+      expect(second.meta).toMatchObject({ cache: 'hit', creditsUsed: 0, upstream: 'fake', age: 0 });
+      expect(second.ok && second.data.result.usage).toEqual({ input_tokens: 0, output_tokens: 0 });
+      expect(route.calls).toBe(1);
+      expect(outcomes).toEqual(['miss', 'hit']);
+      expect(deps.store.released).toMatchObject([
+        { reservationId: null, entry: { cached: true, status: 200, upstream: 'fake' } },
+      ]);
+    });
+
+    it('no-store neither looks up nor keeps; a failure is never kept', async () => {
+      const { deps, route } = cachedDeps();
+      const evaluator = createEvaluator(deps);
+      const bypass = await evaluator.evaluate(callOf(noulRequest, { cacheControl: 'no-store' }));
+      expect(bypass.meta.cache).toBe('bypass');
+      expect((await evaluator.evaluate(callOf())).meta.cache).toBe('miss');
+      expect(route.calls).toBe(2);
+    });
+
+    it('identical requests at once make one upstream call; the others are answered as hits', async () => {
+      let release: () => void = () => {};
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const route = fakeRoute(
+        async () => {
+          await gate;
+          return {
+            ok: true,
+            answers: { refund: { type: 'noul', noul: 0.7 } },
+            usage: { input_tokens: 10, output_tokens: 0 },
+            upstream: 'fake',
+          };
+        },
+        { cacheTtlSeconds: 60 },
+      );
+      const deps = fakeDeps({
+        routes: new Map([['default', route]]),
+        cache: createMemoryCache({ maxBytes: 1 << 20 }),
+      });
+      const evaluator = createEvaluator(deps);
+      const all = [1, 2, 3].map(() => evaluator.evaluate(callOf()));
+      while (route.calls === 0) await new Promise((r) => setTimeout(r, 1));
+      release();
+      const outcomes = await Promise.all(all);
+      expect(route.calls).toBe(1);
+      expect(outcomes.map((o) => o.meta.cache).sort()).toEqual(['hit', 'hit', 'miss']);
+      expect(outcomes.map((o) => o.log.cache).sort()).toEqual(['coalesced', 'coalesced', 'miss']);
+    });
+  });
+});

@@ -1,0 +1,34 @@
+import { failure, type GatewayFailure } from '@decision-gateway/contract';
+import type { EvaluationContext } from './context.ts';
+import type { StageDeps } from './deps.ts';
+
+/**
+ * Stage 2: a token from the key's bucket for every request, and from a browser token's own bucket
+ * on top of it (docs/keys.md#rate-limits). 429 when either is empty.
+ */
+export async function rateLimit(
+  ctx: EvaluationContext,
+  deps: Pick<StageDeps, 'rateLimiter' | 'defaultRateLimitPerMinute' | 'clock'>,
+): Promise<GatewayFailure | undefined> {
+  const payer = ctx.payer as NonNullable<EvaluationContext['payer']>;
+  const limit = payer.rateLimitPerMinute ?? deps.defaultRateLimitPerMinute;
+  if (limit > 0) {
+    const over = await overLimit(deps, payer.id, limit, 'the key');
+    if (over) return over;
+  }
+  const tokenLimit = payer.token?.rateLimitPerMinute;
+  if (payer.token && tokenLimit) return overLimit(deps, `token:${payer.token.id}`, tokenLimit, 'the token');
+  return undefined;
+}
+
+async function overLimit(
+  deps: Pick<StageDeps, 'rateLimiter' | 'clock'>,
+  bucket: string,
+  perMinute: number,
+  whose: string,
+): Promise<GatewayFailure | undefined> {
+  const decision = await deps.rateLimiter.take(bucket, perMinute, deps.clock());
+  if (decision.ok) return undefined;
+  const message = `${whose} is over its rate limit of ${perMinute} requests per minute`;
+  return failure('rate_limited', message, { retryAfterMs: decision.retryAfterMs });
+}

@@ -1,0 +1,215 @@
+import { failure } from '@decision-gateway/contract';
+import { describe, expect, it } from 'vitest';
+import {
+  callOf,
+  fakeAuthenticate,
+  fakeDeps,
+  fakeRoute,
+  KEY,
+  noulRequest,
+} from '../../../test/support/evaluation-fakes.ts';
+import { createMemoryCache } from '../../cache/memory-cache.ts';
+import { authenticateCaller, confirmPayer } from './authenticate.ts';
+import { newContext } from './context.ts';
+import { rateLimit } from './rate-limit.ts';
+import { readRequest } from './read-request.ts';
+import { resolveRoute } from './resolve-route.ts';
+
+const revoked = { ok: false as const, failure: failure('invalid_api_key', 'the API key has been revoked') };
+
+describe('stage: authenticate', () => {
+  it('makes the key the payer, from the cache when it may', async () => {
+    const ctx = newContext(callOf());
+    const authenticate = fakeAuthenticate({ fromCache: true });
+    expect(await authenticateCaller(ctx, { authenticate })).toBeUndefined();
+    expect(ctx.payer).toMatchObject({ id: KEY.id, token: null, unconfirmed: true });
+    expect(ctx.log.keyPrefix).toBe(KEY.prefix);
+    expect(authenticate.calls).toEqual([{ cached: true }]);
+  });
+
+  it('stops at a refused key, with no payer', async () => {
+    const ctx = newContext(callOf());
+    const stop = await authenticateCaller(ctx, { authenticate: fakeAuthenticate({ refusal: revoked }) });
+    expect(stop?.code).toBe(40101);
+    expect(ctx.payer).toBeUndefined();
+  });
+
+  it('confirms a cached key against the store once; a revocation since drops the payer and the headers', async () => {
+    const ctx = newContext(callOf());
+    const authenticate = fakeAuthenticate({ fromCache: true, freshRefusal: revoked });
+    await authenticateCaller(ctx, { authenticate });
+    ctx.meta.route = 'default';
+    expect((await confirmPayer(ctx, { authenticate }))?.code).toBe(40101);
+    expect(ctx.payer).toBeUndefined();
+    expect(ctx.meta).toEqual({ requestId: ctx.call.requestId });
+
+    const fine = newContext(callOf());
+    const fresh = fakeAuthenticate({ fromCache: true });
+    await authenticateCaller(fine, { authenticate: fresh });
+    expect(await confirmPayer(fine, { authenticate: fresh })).toBeUndefined();
+    expect(fine.payer?.unconfirmed).toBe(false);
+    expect(await confirmPayer(fine, { authenticate: fresh })).toBeUndefined();
+    expect(fresh.calls).toEqual([{ cached: true }, { cached: false }]);
+  });
+});
+
+describe('stage: rate limit', () => {
+  async function limited(perMinute: number, tokenPerMinute?: number) {
+    const deps = fakeDeps({ defaultRateLimitPerMinute: perMinute });
+    const ctx = newContext(callOf());
+    ctx.payer = {
+      ...KEY,
+      unconfirmed: false,
+      token:
+        tokenPerMinute === undefined
+          ? null
+          : {
+              id: 'tok_1',
+              keyId: KEY.id,
+              expiresAt: Number.MAX_SAFE_INTEGER,
+              maxCreditsMicro: null,
+              origins: null,
+              subject: null,
+              rateLimitPerMinute: tokenPerMinute,
+              route: null,
+            },
+    };
+    const deps2 = { ...deps, clock: () => 1_000_000 };
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push((await rateLimit(ctx, deps2))?.code ?? 0);
+    return answers;
+  }
+
+  it('takes a token from the key’s bucket: the third of two a minute is 429 with a retry delay', async () => {
+    expect(await limited(2)).toEqual([0, 0, 42900]);
+  });
+  it('a limit of 0 is off', async () => {
+    expect(await limited(0)).toEqual([0, 0, 0]);
+  });
+  it('a token’s own bucket applies on top of its key’s', async () => {
+    expect(await limited(0, 1)).toEqual([0, 42900, 42900]);
+    const deps = { ...fakeDeps({ defaultRateLimitPerMinute: 1 }), clock: () => 5 };
+    const ctx = newContext(callOf());
+    ctx.payer = { ...KEY, unconfirmed: false, token: null };
+    await rateLimit(ctx, deps);
+    const over = await rateLimit(ctx, deps);
+    expect(over?.retryAfterMs).toBeGreaterThan(0);
+    expect(over?.message).toContain('the key is over its rate limit of 1');
+  });
+});
+
+describe('stage: read the request', () => {
+  it('refuses a wrong media type before reading the JSON', () => {
+    const ctx = newContext(
+      callOf('not json', { body: { kind: 'bytes', bytes: Buffer.from('x'), contentType: 'text/plain' } }),
+    );
+    expect((readRequest(ctx) as { code: number }).code).toBe(41500);
+  });
+  it('40000 for bytes that are not JSON, 40002 for no question, 40003 for another model', () => {
+    expect((readRequest(newContext(callOf('{"model":'))) as { code: number }).code).toBe(40000);
+    expect(
+      (readRequest(newContext(callOf({ ...noulRequest, questions: {} }))) as { code: number }).code,
+    ).toBe(40002);
+    expect(
+      (readRequest(newContext(callOf({ ...noulRequest, model: 'other' }))) as { code: number }).code,
+    ).toBe(40003);
+  });
+  it('keeps a 40001 for after the route, and counts the questions of a valid request', () => {
+    const bad = newContext(callOf({ ...noulRequest, extra: 1 }));
+    expect(readRequest(bad)).toBeUndefined();
+    expect(bad.invalid?.code).toBe(40001);
+    const good = newContext(callOf());
+    expect(readRequest(good)).toBeUndefined();
+    expect(good.questions).toBe(1);
+    expect(good.log.questionTypes).toEqual({ noul: 1 });
+    expect(good.bodyBytes).toBe(Buffer.byteLength(JSON.stringify(noulRequest)));
+  });
+  it('reads a lazy body (a tRPC operation) only after judging its media type', async () => {
+    let reads = 0;
+    const lazy = (contentType: string) =>
+      newContext(
+        callOf(undefined, {
+          body: {
+            kind: 'lazy',
+            contentType,
+            bytes: 10,
+            read: async () => {
+              reads++;
+              return { ok: true, value: noulRequest };
+            },
+          },
+        }),
+      );
+    expect(((await readRequest(lazy('text/plain'))) as { code: number }).code).toBe(41500);
+    expect(reads).toBe(0);
+    const ctx = lazy('application/json');
+    expect(await readRequest(ctx)).toBeUndefined();
+    expect(reads).toBe(1);
+    expect(ctx.request?.questions).toHaveProperty('refund');
+  });
+});
+
+describe('stage: resolve the route', () => {
+  const routes = new Map([
+    ['default', fakeRoute()],
+    ['cheap', fakeRoute(undefined, { name: 'cheap', cacheTtlSeconds: 60 })],
+  ]);
+  function contextFor(call = callOf(), keyRoute: string | null = null, tokenRoute?: string) {
+    const ctx = newContext(call);
+    readRequest(ctx);
+    ctx.payer = {
+      ...KEY,
+      route: keyRoute,
+      unconfirmed: false,
+      token:
+        tokenRoute === undefined
+          ? null
+          : {
+              id: 'tok_1',
+              keyId: KEY.id,
+              expiresAt: Number.MAX_SAFE_INTEGER,
+              maxCreditsMicro: null,
+              origins: null,
+              subject: null,
+              rateLimitPerMinute: null,
+              route: tokenRoute,
+            },
+    };
+    return ctx;
+  }
+
+  it('a token’s route, else the header, else the key’s, else default', () => {
+    const pick = (ctx: ReturnType<typeof contextFor>) => (resolveRoute(ctx, { routes }), ctx.meta.route);
+    expect(pick(contextFor())).toBe('default');
+    expect(pick(contextFor(callOf(), 'cheap'))).toBe('cheap');
+    expect(pick(contextFor(callOf(undefined, { route: 'default' }), 'cheap'))).toBe('default');
+    expect(pick(contextFor(callOf(undefined, { route: 'default' }), null, 'cheap'))).toBe('cheap');
+  });
+
+  it('an unknown route is 40004 naming the routes, before a broken rule (40001)', () => {
+    const ctx = contextFor(callOf({ ...noulRequest, extra: 1 }, { route: 'nope' }));
+    const stop = resolveRoute(ctx, { routes });
+    expect(stop?.code).toBe(40004);
+    expect(stop?.message).toContain('the routes are: cheap, default');
+    const known = contextFor(callOf({ ...noulRequest, extra: 1 }));
+    expect(resolveRoute(known, { routes })?.code).toBe(40001);
+    expect(known.meta.route).toBe('default');
+  });
+
+  it('on a route with a cache: miss or bypass as Cache-Control says, and where the decision lives', () => {
+    const cache = createMemoryCache({ maxBytes: 1 << 20 });
+    const miss = contextFor(callOf(), 'cheap');
+    expect(resolveRoute(miss, { routes, cache })).toBeUndefined();
+    expect(miss.meta.cache).toBe('miss');
+    expect(miss.cache?.directive).toBeUndefined();
+    expect(miss.cache?.key.owner).toBe(KEY.id);
+    const bypass = contextFor(callOf(undefined, { cacheControl: 'no-store' }), 'cheap');
+    resolveRoute(bypass, { routes, cache });
+    expect(bypass.meta.cache).toBe('bypass');
+    expect(bypass.cache?.directive).toBe('no-store');
+    const none = contextFor();
+    resolveRoute(none, { routes, cache });
+    expect(none.cache).toBeUndefined();
+    expect(none.meta.cache).toBeUndefined();
+  });
+});

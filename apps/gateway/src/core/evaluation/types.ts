@@ -1,0 +1,119 @@
+import type { EvaluationData, GatewayFailure, Parsed, QuestionType, Usage } from '@decision-gateway/contract';
+import type { Logger } from 'pino';
+import type { Authenticate } from '../../auth/authenticate.ts';
+import type { CacheScope, DecisionCache } from '../../cache/decision-cache.ts';
+import type { RateLimiter } from '../../rate-limit/rate-limiter.ts';
+import type { Store } from '../../store/store.ts';
+import type { Route } from '../../upstreams/route.ts';
+import type { Pricing } from '../credits.ts';
+
+/** What the evaluation pipeline is built from: the composition root (`app.ts`) hands these over. */
+export interface EvaluationDeps {
+  authenticate: Authenticate;
+  /** Credits only: reserve, settle and release. Keys are checked by `authenticate`. */
+  store: Store;
+  /** The routes of the configuration, by name; one is `default` (docs/routes.md). */
+  routes: ReadonlyMap<string, Route>;
+  /** The decision cache of routes that have one (docs/routes.md#decision-cache). */
+  cache?: DecisionCache;
+  cacheScope?: CacheScope;
+  /** Told of each cache outcome on a route with a cache, for metrics. */
+  onCacheOutcome?(route: string, outcome: CacheOutcome): void;
+  /** Told when an upstream reported more usage than was reserved: the excess is not charged. */
+  onDebitCapped?(route: string, excessMicro: number): void;
+  /** STORE_TIMEOUT_MS: the longest one store call takes before it fails. */
+  storeTimeoutMs?: number;
+  rateLimiter: RateLimiter;
+  pricing: Pricing;
+  /** Per-key default when a key has no limit of its own; 0 = off. */
+  defaultRateLimitPerMinute: number;
+  logger: Logger;
+  clock?: () => number;
+}
+
+/**
+ * The body as each door receives it: REST and `/native` hand over bytes; tRPC hands over a reader
+ * of one operation's input, read only once the media type has been judged (the order of
+ * docs/http-api.md#errors).
+ */
+export type EvaluationBody =
+  | { kind: 'bytes'; bytes: Uint8Array | undefined; contentType: string | undefined }
+  | { kind: 'lazy'; contentType: string | undefined; bytes: number; read(): Promise<Parsed<unknown>> };
+
+/** One evaluation as a door hands it over: the request's headers, translated, and its body. */
+export interface EvaluationCall {
+  requestId: string;
+  /** performance.now() when the request arrived: elapsedMs counts from here. */
+  startedAt: number;
+  authorization: string | undefined;
+  /** The `x-dg-route` header, when sent. */
+  route?: string | undefined;
+  /** The `Cache-Control` header, when sent. */
+  cacheControl?: string | undefined;
+  /** The `Origin` header: a browser's request (docs/browsers.md). */
+  origin?: string | undefined;
+  body: EvaluationBody;
+}
+
+/** What the request log line says about an evaluation, whatever its outcome. Written, never read. */
+export interface EvaluationLog {
+  keyPrefix?: string;
+  questions?: number;
+  usage?: Usage;
+  creditsUsed?: number;
+  upstreamMs?: number;
+  /** The route taken, once known. */
+  route?: string;
+  /** On a route with a decision cache. */
+  cache?: CacheOutcome;
+  /** The upstream(s) that answered, by configured name (`a+b` after an escalation). */
+  upstream?: string;
+  /** The upstream's own request id, logged beside the gateway's. */
+  upstreamRequestId?: string;
+  /** Logprob upstreams: the lowest share of next-token mass that fell on the offered labels. */
+  labelMass?: number;
+  /** How many questions of each type the request asked. */
+  questionTypes?: Partial<Record<QuestionType, number>>;
+  reason?: string;
+}
+
+/**
+ * What every door tells its caller beside the body (docs/http-api.md#headers), written as headers
+ * by one function (`doors/response-meta.ts`). Fields appear once the evaluation has learnt them.
+ */
+export interface ResponseMeta {
+  requestId: string;
+  /** Credits debited (successes of API-key and token requests). */
+  creditsUsed?: number;
+  /** The route the request took, once it is known. */
+  route?: string;
+  /** Which upstream(s) answered: `name`, or `first+escalated`. */
+  upstream?: string;
+  /** On a route with a decision cache. */
+  cache?: 'hit' | 'miss' | 'bypass';
+  /** A hit: whole seconds since the decision was stored. */
+  age?: number;
+}
+
+/** A hit, an identical request's answer waited for, a miss, or a lookup skipped by Cache-Control. */
+export type CacheOutcome = 'hit' | 'coalesced' | 'miss' | 'bypass';
+
+export type EvaluationOutcome =
+  | { ok: true; data: EvaluationData; meta: ResponseMeta; log: EvaluationLog }
+  | { ok: false; failure: GatewayFailure; meta: ResponseMeta; log: EvaluationLog };
+
+/**
+ * The one evaluation path every door calls. Checks run in the order of docs/http-api.md#errors;
+ * a failed request is never charged; every authenticated request leaves one usage record.
+ */
+export type Evaluate = (call: EvaluationCall) => Promise<EvaluationOutcome>;
+
+export interface Evaluator {
+  evaluate: Evaluate;
+  /**
+   * For a shutdown that can wait no longer: release every reservation still held, each with a
+   * usage record (status 503), and make sure those requests are never settled afterwards.
+   * Returns how many were released.
+   */
+  abandonInFlight(): Promise<number>;
+}
