@@ -2,12 +2,13 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  buildGateway,
+  composeGateway,
   createLogger,
   openSqliteStore,
   pricingFromCredits,
   type Store,
 } from '@decision-gateway/gateway';
+import { singleRoute } from '@decision-gateway/gateway/testing';
 import { createLexicalUpstream } from '@decision-gateway/questions';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { build } from 'vite';
@@ -35,13 +36,13 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     const dist = join(dir, 'dist');
     await build({ root: HERE, logLevel: 'warn', build: { outDir: dist, emptyOutDir: true } });
     store = openSqliteStore(join(dir, 'gateway.db'));
-    const gateway = buildGateway({
+    const logger = createLogger('silent');
+    const gateway = composeGateway({
       store,
-      upstream: createLexicalUpstream(),
-      logger: createLogger('silent'),
+      routes: singleRoute(createLexicalUpstream(), { logger }),
+      logger,
       pricing: pricingFromCredits(1, 0),
       rateLimitPerMinute: 0,
-      upstreamTimeoutMs: 10_000,
       adminToken: ADMIN_TOKEN,
       consoleRoot: dist,
     });

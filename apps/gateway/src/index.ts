@@ -1,8 +1,9 @@
 export type { AppRouter } from '@decision-gateway/api';
+export { composeGateway, type GatewayParts, openGateway } from './app.ts';
 export { verifyApiKey } from './auth/api-keys.ts';
 export { type Config, loadConfig } from './config.ts';
 export { type Pricing, pricingFromCredits } from './core/credits.ts';
-export { buildGateway, type Gateway, type GatewayOptions } from './http/server.ts';
+export type { Gateway } from './http/server.ts';
 export { createKeyService, type KeyService } from './keys/key-service.ts';
 export { createLogger } from './logger.ts';
 export { createMetrics, type GatewayMetrics } from './metrics.ts';

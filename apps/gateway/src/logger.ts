@@ -70,3 +70,17 @@ function stdoutByTurns(): FlushableDestination {
 interface FlushableDestination extends pino.DestinationStream {
   flush(callback?: (error?: Error) => void): void;
 }
+
+/**
+ * A warning for trouble that recurs on every request (Redis down): logged at most once per
+ * `intervalMs`, so the log says it without repeating it thousands of times.
+ */
+export function warnAtMostEvery(logger: Logger, intervalMs: number, clock: () => number = Date.now) {
+  let last = Number.NEGATIVE_INFINITY;
+  return (error: unknown, message: string) => {
+    const now = clock();
+    if (now - last <= intervalMs) return;
+    last = now;
+    logger.warn({ err: error }, message);
+  };
+}

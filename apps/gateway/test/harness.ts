@@ -5,15 +5,18 @@ import { Writable } from 'node:stream';
 import { MODEL_ID } from '@decision-gateway/contract';
 import { createLexicalUpstream, type Upstream, type UpstreamOutcome } from '@decision-gateway/questions';
 import type { Logger } from 'pino';
+import { composeGateway } from '../src/app.ts';
 import type { CacheScope, DecisionCache } from '../src/cache/decision-cache.ts';
 import { pricingFromCredits } from '../src/core/credits.ts';
-import { buildGateway, type Gateway } from '../src/http/server.ts';
+import type { Gateway } from '../src/http/server.ts';
 import { createKeyService, type KeyService } from '../src/keys/key-service.ts';
 import { createLogger } from '../src/logger.ts';
 import { createMetrics, type GatewayMetrics } from '../src/metrics.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../src/store/store.ts';
 import type { Route } from '../src/upstreams/route.ts';
+import type { UpstreamStats } from '../src/upstreams/routes.ts';
+import { singleRoute } from './support/single-route.ts';
 
 export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';
 
@@ -73,25 +76,32 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
     typeof options.upstream === 'function'
       ? options.upstream(logger, metrics)
       : (options.upstream ?? createLexicalUpstream());
-  const routes = options.routes?.(logger, metrics);
-  const gateway = buildGateway({
+  const upstreamStats: UpstreamStats = new Map();
+  const routes =
+    options.routes?.(logger, metrics) ??
+    singleRoute(upstream, {
+      logger,
+      metrics,
+      stats: upstreamStats,
+      timeoutMs: options.upstreamTimeoutMs ?? 10_000,
+      ...(options.cacheTtlSeconds !== undefined && { cacheTtlSeconds: options.cacheTtlSeconds }),
+    });
+  const gateway = composeGateway({
     store,
-    upstream,
-    ...(routes && { routes }),
+    routes,
+    upstreamStats,
     ...(options.cache && { cache: options.cache, cacheScope: options.cacheScope ?? 'key' }),
-    ...(options.cacheTtlSeconds !== undefined && { cacheTtlSeconds: options.cacheTtlSeconds }),
     ...(options.corsOrigins && { corsOrigins: options.corsOrigins }),
     ...(options.clock && { clock: options.clock }),
     ...(options.consoleRoot && { consoleRoot: options.consoleRoot }),
     logger,
     pricing: pricingFromCredits(options.creditsPer1kInput ?? 1, 0),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
-    upstreamTimeoutMs: options.upstreamTimeoutMs ?? 10_000,
     adminToken: options.adminToken,
     metrics,
   });
   const address = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
-  const keys = createKeyService(store, Date.now, routes ? [...routes.keys()] : ['default']);
+  const keys = createKeyService(store, Date.now, [...routes.keys()]);
   let closed = false;
   return {
     url: address,

@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import {
-  buildGateway,
+  composeGateway,
   createKeyService,
   createLogger,
   openSqliteStore,
   pricingFromCredits,
 } from '@decision-gateway/gateway';
+import { singleRoute } from '@decision-gateway/gateway/testing';
 import { createLexicalUpstream } from '@decision-gateway/questions';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { build } from 'vite';
@@ -52,13 +53,13 @@ describe('a React page on another origin, in a real Chromium', () => {
         done();
       },
     });
-    const gateway = buildGateway({
+    const logger = createLogger('info', sink);
+    const gateway = composeGateway({
       store,
-      upstream: createLexicalUpstream(),
-      logger: createLogger('info', sink),
+      routes: singleRoute(createLexicalUpstream(), { logger }),
+      logger,
       pricing: pricingFromCredits(1, 0),
       rateLimitPerMinute: 0,
-      upstreamTimeoutMs: 10_000,
       corsOrigins: [pageOrigin],
     });
     gatewayUrl = await gateway.app.listen({ port: 0, host: '127.0.0.1' });

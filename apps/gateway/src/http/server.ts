@@ -1,21 +1,10 @@
 import { failure } from '@decision-gateway/contract';
-import type { Upstream } from '@decision-gateway/questions';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import type { Logger } from 'pino';
-import { createAuthenticate } from '../auth/authenticate.ts';
-import { createTokenService } from '../auth/tokens.ts';
-import type { CacheScope, DecisionCache } from '../cache/decision-cache.ts';
-import { TIMEOUT_DEFAULTS } from '../config.ts';
-import type { Pricing } from '../core/credits.ts';
-import { createEvaluator } from '../core/evaluation/index.ts';
-import { createKeyService } from '../keys/key-service.ts';
-import { createMetrics, type GatewayMetrics } from '../metrics.ts';
-import { createMemoryRateLimiter, type RateLimiter } from '../rate-limit/rate-limiter.ts';
+import type { GatewayServices } from '../app.ts';
+import type { GatewayMetrics } from '../metrics.ts';
+import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { Store } from '../store/store.ts';
 import { trpcDoor } from '../trpc/trpc-door.ts';
-import { createRoute, type Route } from '../upstreams/route.ts';
-import { routeEvents, type UpstreamStats, upstreamHealth } from '../upstreams/routes.ts';
-import { UPSTREAM_DEFAULTS } from '../upstreams/upstream-config.ts';
 import { adminDoor } from './admin-routes.ts';
 import { createConnections, newRequestId } from './connections.ts';
 import { consoleDoor } from './console-door.ts';
@@ -25,42 +14,10 @@ import { nativeDoor, restDoor } from './evaluation-routes.ts';
 import { operationsDoor } from './operations-routes.ts';
 import { createRouteTable } from './route-table.ts';
 
-export interface GatewayOptions {
-  store: Store;
-  /** The routes of the configuration (SPEC §12), or else `upstream`… */
-  routes?: ReadonlyMap<string, Route>;
-  /** …one upstream, served as the route `default` with `upstreamTimeoutMs` per call. */
-  upstream?: Upstream;
-  logger: Logger;
-  pricing: Pricing;
-  rateLimitPerMinute: number;
-  /** With `upstream`: the deadline of each call to it, and how long its route keeps a decision. */
-  upstreamTimeoutMs?: number;
-  cacheTtlSeconds?: number;
-  adminToken?: string | undefined;
-  rateLimiter?: RateLimiter;
-  metrics?: GatewayMetrics;
-  /** SPEC §10 STORE_TIMEOUT_MS (default 2000): how long one store call may take. */
-  storeTimeoutMs?: number;
-  /** SPEC §10 REQUEST_TIMEOUT_MS (default 30000). */
-  requestTimeoutMs?: number;
-  /** SPEC §10 SHUTDOWN_TIMEOUT_MS (default 30000). */
-  shutdownTimeoutMs?: number;
-  /** The core's clock (epoch ms): key expiry, rate limits and usage times all read it. */
-  clock?: () => number;
-  /** The decision cache of routes that have one (SPEC §13), and whose decisions it shares. */
-  cache?: DecisionCache;
-  cacheScope?: CacheScope;
-  /** CORS_ORIGINS: browser origins that may call with tokens (SPEC §14). */
-  corsOrigins?: readonly string[];
-  /** Calls and failures per upstream, fed by the routes' events (`GET /admin/upstreams`). */
-  upstreamStats?: UpstreamStats;
-  /** The console's built files (default: apps/console/dist); served with ADMIN_TOKEN only. */
-  consoleRoot?: string;
-}
-
 export interface Gateway {
   app: FastifyInstance;
+  /** The services it was built from (key creation for the bootstrap key and tests). */
+  services: GatewayServices;
   /**
    * Stop accepting, let in-flight requests finish and settle, answer 503 to what still arrives on
    * open connections, then close. Past SHUTDOWN_TIMEOUT_MS every connection is closed and every
@@ -69,21 +26,25 @@ export interface Gateway {
   drain(): Promise<boolean>;
 }
 
-/** The gateway's HTTP service: REST and tRPC doors over one evaluation core, plus admin and health. */
-export function buildGateway(options: GatewayOptions): Gateway {
+/**
+ * The gateway's HTTP server: the doors (each a plugin that owns its format) over the services the
+ * composition root (`app.ts`) built, plus the hooks every request passes: its id, the drain, the
+ * log line and metrics.
+ */
+export function buildServer(services: GatewayServices): Gateway {
   const state = { draining: false };
-  const metrics = options.metrics ?? createMetrics();
+  const { metrics, logger } = services;
   const connections = createConnections({
-    requestTimeoutMs: options.requestTimeoutMs ?? TIMEOUT_DEFAULTS.requestMs,
-    shutdownTimeoutMs: options.shutdownTimeoutMs ?? TIMEOUT_DEFAULTS.shutdownMs,
-    logger: options.logger,
+    requestTimeoutMs: services.timeouts.requestMs,
+    shutdownTimeoutMs: services.timeouts.shutdownMs,
+    logger,
     onAnswered(status, code) {
       metrics.requests.inc({ route: 'unmatched', method: '', status, code: String(code) });
     },
     doorOf,
   });
   const app = Fastify({
-    loggerInstance: options.logger as FastifyBaseLogger,
+    loggerInstance: logger as FastifyBaseLogger,
     // The gateway writes its own single line per request (onResponse below).
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     genReqId: newRequestId,
@@ -192,65 +153,47 @@ export function buildGateway(options: GatewayOptions): Gateway {
     sendFailure(reply, notFound(request, reply, routes), 'rest'),
   );
 
-  const rateLimiter = options.rateLimiter ?? createMemoryRateLimiter();
-  const clock = options.clock ?? Date.now;
-  const corsOrigins = options.corsOrigins ?? [];
-  const authenticate = createAuthenticate(options.store, clock, corsOrigins);
-  const upstreamStats = options.upstreamStats ?? new Map();
-  const routeTable = options.routes ?? singleRoute(options, metrics, upstreamStats);
-  const evaluator = createEvaluator({
+  // Each door in its own plugin scope: it owns its format, and knows only the services it is given.
+  const { evaluator, authenticate, tokens, corsOrigins } = services;
+  const doorOptions = {
+    evaluate: evaluator.evaluate,
     authenticate,
-    clock,
-    store: options.store,
-    routes: routeTable,
-    ...(options.cache && { cache: options.cache, cacheScope: options.cacheScope ?? 'key' }),
-    onCacheOutcome: (route, outcome) => metrics.cacheOutcomes.inc({ route, outcome }),
-    onDebitCapped(route, excessMicro) {
-      metrics.debitCapped.inc({ route });
-      metrics.debitCappedMicroCredits.inc({ route }, excessMicro);
-    },
-    ...(options.storeTimeoutMs !== undefined && { storeTimeoutMs: options.storeTimeoutMs }),
-    rateLimiter,
-    pricing: options.pricing,
-    defaultRateLimitPerMinute: options.rateLimitPerMinute,
-    logger: options.logger,
-  });
-
-  // Each door in its own plugin scope: it owns its format, and knows only these two functions.
-  const { evaluate } = evaluator;
-  const tokens = createTokenService(options.store, clock, [...routeTable.keys()]);
-  const doorOptions = { evaluate, authenticate, tokens, corsOrigins, methodsFor: routes.methodsFor };
+    tokens,
+    corsOrigins,
+    methodsFor: routes.methodsFor,
+  };
   app.register(restDoor, doorOptions);
   app.register(trpcDoor, { ...doorOptions, prefix: '/trpc' });
   app.register(nativeDoor, { ...doorOptions, prefix: '/native' });
-  if (options.adminToken !== undefined) {
+  if (services.adminToken !== undefined) {
     app.register(consoleDoor, {
       prefix: '/console',
       methodsFor: routes.methodsFor,
-      ...(options.consoleRoot !== undefined && { root: options.consoleRoot }),
+      ...(services.consoleRoot !== undefined && { root: services.consoleRoot }),
     });
     app.register(adminDoor, {
-      adminToken: options.adminToken,
-      keys: createKeyService(options.store, clock, [...routeTable.keys()]),
+      adminToken: services.adminToken,
+      keys: services.keys,
       tokens,
-      ...(options.cache && { cache: options.cache }),
-      upstreams: () => upstreamHealth(routeTable, upstreamStats),
+      ...(services.cache && { cache: services.cache }),
+      upstreams: services.upstreamHealth,
       methodsFor: routes.methodsFor,
     });
   }
   app.register(operationsDoor, {
     metrics,
     methodsFor: routes.methodsFor,
-    readiness: () => readinessProblem(options.store, rateLimiter),
+    readiness: () => readinessProblem(services.store, services.rateLimiter),
   });
 
   return {
     app,
+    services,
     async drain() {
       state.draining = true;
       const forced = await connections.drain(async () => {
         const released = await evaluator.abandonInFlight();
-        options.logger.warn({ released }, 'released the reservations of unfinished requests');
+        logger.warn({ released }, 'released the reservations of unfinished requests');
       });
       await app.close();
       return forced;
@@ -271,26 +214,6 @@ async function readinessProblem(store: Store, rateLimiter: RateLimiter): Promise
     return `the rate limiter's Redis cannot be reached (${(error as Error).message})`;
   }
   return undefined;
-}
-
-/** The route `default` over one upstream, for a gateway built without a configuration file. */
-function singleRoute(
-  options: GatewayOptions,
-  metrics: GatewayMetrics,
-  stats: UpstreamStats,
-): ReadonlyMap<string, Route> {
-  if (options.upstream === undefined) throw new Error('buildGateway needs routes or an upstream');
-  const timeoutMs = options.upstreamTimeoutMs ?? UPSTREAM_DEFAULTS.timeoutMs;
-  const member = { upstream: options.upstream, timeoutMs };
-  const spec = {
-    name: 'default',
-    members: [member],
-    deadlineMs: 2 * timeoutMs,
-    cacheTtlSeconds: options.cacheTtlSeconds ?? 0,
-  };
-  return new Map([
-    ['default', createRoute(spec, { logger: options.logger, events: routeEvents(metrics, stats) })],
-  ]);
 }
 
 /** How long the request waited on upstreams (every evaluation it ran). */

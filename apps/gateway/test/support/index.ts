@@ -1,0 +1,2 @@
+/** What other packages' tests use to start a real gateway over an upstream of their own. */
+export { singleRoute } from './single-route.ts';

@@ -1,0 +1,31 @@
+import type { Upstream } from '@decision-gateway/questions';
+import type { Logger } from 'pino';
+import type { GatewayMetrics } from '../../src/metrics.ts';
+import { createRoute, type Route } from '../../src/upstreams/route.ts';
+import { routeEvents, type UpstreamStats } from '../../src/upstreams/routes.ts';
+
+export interface SingleRouteOptions {
+  logger: Logger;
+  /** The deadline of each call to the upstream (default 10 s); the route's is twice that. */
+  timeoutMs?: number;
+  /** How long the route keeps a decision (default 0: no cache). */
+  cacheTtlSeconds?: number;
+  metrics?: GatewayMetrics;
+  stats?: UpstreamStats;
+}
+
+/**
+ * The route `default` over one upstream object, as a configuration of one upstream makes it: for
+ * tests whose upstream is written in the test rather than configured.
+ */
+export function singleRoute(upstream: Upstream, options: SingleRouteOptions): ReadonlyMap<string, Route> {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const spec = {
+    name: 'default',
+    members: [{ upstream, timeoutMs }],
+    deadlineMs: 2 * timeoutMs,
+    cacheTtlSeconds: options.cacheTtlSeconds ?? 0,
+  };
+  const events = routeEvents(options.metrics, options.stats);
+  return new Map([['default', createRoute(spec, { logger: options.logger, events })]]);
+}
