@@ -108,7 +108,7 @@ describe('loadConfig', () => {
     ['STORE_TIMEOUT_MS', '0', 'STORE_TIMEOUT_MS: must be at least 1'],
     ['ADMIN_TOKEN', 'short', 'ADMIN_TOKEN: must be at least 16 characters'],
     ['RATE_LIMIT_PER_MINUTE', '-1', 'RATE_LIMIT_PER_MINUTE: must be a whole number'],
-    ['UPSTREAM', 'magic', 'UPSTREAM: must be lexical, systemone or openai'],
+    ['UPSTREAM', 'magic', 'UPSTREAM: must be one of lexical, systemone, openai'],
     ['UPSTREAM', 'openai', 'UPSTREAM_BASE_URL: is required when UPSTREAM=openai'],
     ['UPSTREAM_BASE_URL', 'ftp://x', 'UPSTREAM_BASE_URL: must be an http(s) URL'],
     ['UPSTREAM_TIMEOUT_MS', '0', 'UPSTREAM_TIMEOUT_MS: must be at least 1'],

@@ -2,7 +2,15 @@ import { existsSync } from 'node:fs';
 import { Origin } from '@decision-gateway/contract';
 import { z } from 'zod';
 import { type GatewaySetup, loadGatewayFile, singleUpstreamSetup } from './gateway-config.ts';
-import { UPSTREAM_DEFAULTS, UpstreamConfig } from './upstreams/upstream-config.ts';
+import {
+  UPSTREAM_DEFAULTS,
+  UPSTREAM_KIND_NAMES,
+  UPSTREAM_KINDS,
+  UpstreamConfig,
+  type UpstreamEnv,
+  type UpstreamKindName,
+} from './upstreams/kinds/index.ts';
+import { DEFAULT_TOP_LOGPROBS } from './upstreams/kinds/openai/index.ts';
 
 const integer = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
   z
@@ -65,7 +73,7 @@ export const ConfigSchema = z
     ADMIN_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
     RATE_LIMIT_PER_MINUTE: integer(600, 0),
     UPSTREAM: z
-      .enum(['lexical', 'systemone', 'openai'], { error: 'must be lexical, systemone or openai' })
+      .enum(UPSTREAM_KIND_NAMES, { error: `must be one of ${UPSTREAM_KIND_NAMES.join(', ')}` })
       .default('lexical'),
     UPSTREAM_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
     UPSTREAM_API_KEY: z.string().optional(),
@@ -75,7 +83,7 @@ export const ConfigSchema = z
     /** The largest upstream answer read; over it → 502 (SPEC §10). Applies to every upstream. */
     UPSTREAM_MAX_BODY_BYTES: integer(1_048_576, 1024, 1_073_741_824),
     /** openai: how many alternatives to ask for; OpenAI allows up to 20, vLLM its max_logprobs. */
-    UPSTREAM_TOP_LOGPROBS: integer(UPSTREAM_DEFAULTS.topLogprobs, 2, 100),
+    UPSTREAM_TOP_LOGPROBS: integer(DEFAULT_TOP_LOGPROBS, 2, 100),
     CREDITS_PER_1K_INPUT_TOKENS: rate(1),
     CREDITS_PER_1K_OUTPUT_TOKENS: rate(0),
     /** A YAML or JSON file of upstreams and routes (SPEC §12), read after the variables. */
@@ -104,10 +112,9 @@ export const ConfigSchema = z
       .default('info'),
   })
   .superRefine((env, ctx) => {
-    if (env.UPSTREAM !== 'openai') return;
-    for (const name of ['UPSTREAM_BASE_URL', 'UPSTREAM_MODEL'] as const) {
+    for (const name of UPSTREAM_KINDS[env.UPSTREAM].requiredEnv) {
       if (env[name] === undefined)
-        ctx.addIssue({ code: 'custom', path: [name], message: 'is required when UPSTREAM=openai' });
+        ctx.addIssue({ code: 'custom', path: [name], message: `is required when UPSTREAM=${env.UPSTREAM}` });
     }
   })
   .transform((env) => ({
@@ -137,9 +144,9 @@ export type Config = z.output<typeof ConfigSchema> & {
   gateway: GatewaySetup;
 };
 
-/** `UPSTREAM` and its `UPSTREAM_*` variables: one upstream, named after its kind (SPEC §12). */
+/** `UPSTREAM` and its `UPSTREAM_*` variables: one upstream, named after its kind (docs/routes.md). */
 function upstreamFromEnv(env: {
-  UPSTREAM: 'lexical' | 'systemone' | 'openai';
+  UPSTREAM: UpstreamKindName;
   UPSTREAM_BASE_URL?: string | undefined;
   UPSTREAM_API_KEY?: string | undefined;
   UPSTREAM_MODEL?: string | undefined;
@@ -148,22 +155,17 @@ function upstreamFromEnv(env: {
   UPSTREAM_TOP_LOGPROBS: number;
 }) {
   const kind = env.UPSTREAM;
-  const remote = {
+  const variables: UpstreamEnv = {
     baseUrl: env.UPSTREAM_BASE_URL,
     apiKey: env.UPSTREAM_API_KEY,
     model: env.UPSTREAM_MODEL,
     timeoutMs: env.UPSTREAM_TIMEOUT_MS,
     maxRetries: env.UPSTREAM_MAX_RETRIES,
+    topLogprobs: env.UPSTREAM_TOP_LOGPROBS,
   };
-  const fields =
-    kind === 'lexical'
-      ? { kind, timeoutMs: env.UPSTREAM_TIMEOUT_MS }
-      : kind === 'systemone'
-        ? { kind, ...remote }
-        : { kind, ...remote, topLogprobs: env.UPSTREAM_TOP_LOGPROBS };
-  // Already checked variable by variable above; the schema adds each kind's defaults.
-  const defined = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
-  return { name: kind as string, config: UpstreamConfig.parse(defined) };
+  // Already checked variable by variable above; the kind's schema adds its defaults.
+  const fields = { kind, ...UPSTREAM_KINDS[kind].fromEnv(variables) };
+  return { name: kind as string, config: UpstreamConfig.parse(fields) };
 }
 
 /** Where keys, credits and usage live: a SQLite file (relative to the working directory) or PostgreSQL. */

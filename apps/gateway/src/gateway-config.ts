@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { UpstreamConfig, UpstreamName } from './upstreams/upstream-config.ts';
+import { UpstreamConfig, UpstreamName } from './upstreams/kinds/index.ts';
 
 /**
  * Upstreams and routes (SPEC §12): from the file `GATEWAY_CONFIG` names, or else one upstream

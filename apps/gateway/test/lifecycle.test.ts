@@ -51,7 +51,7 @@ describe('process lifecycle (pnpm start)', () => {
       const running = startProcess(cwd, { PORT: 'eighty', UPSTREAM: 'magic' });
       expect(await running.exited).toBe(1);
       expect(running.stderr()).toContain('PORT: must be a whole number');
-      expect(running.stderr()).toContain('UPSTREAM: must be lexical, systemone or openai');
+      expect(running.stderr()).toContain('UPSTREAM: must be one of lexical, systemone, openai');
     } finally {
       rmSync(cwd, { recursive: true, force: true });
     }

@@ -245,7 +245,7 @@ export const UpstreamHealth = z
     upstreams: z.array(
       z.strictObject({
         name: z.string(),
-        kind: z.enum(['lexical', 'systemone', 'openai']).nullable(),
+        kind: z.string().nullable(),
         circuit: z.enum(['closed', 'open', 'half-open']),
         calls: z.number().int(),
         failures: z.number().int(),

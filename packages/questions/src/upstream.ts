@@ -35,11 +35,11 @@ export type UpstreamOutcome =
       unwell?: boolean;
     };
 
-/** The interface every upstream implements: lexical, systemone and openai alike. */
+/** The interface every upstream implements, whatever its kind (apps/gateway/src/upstreams/kinds). */
 export interface Upstream {
   readonly name: string;
-  /** What it is, for operators (`GET /admin/upstreams`); a test's own upstream may not say. */
-  readonly kind?: 'lexical' | 'systemone' | 'openai';
+  /** Its kind, as configured (`GET /admin/upstreams`); a test's own upstream may not say. */
+  readonly kind?: string;
   /** Its circuit breaker's state, where it has one (remote upstreams). */
   circuit?(): 'closed' | 'open' | 'half-open';
   /** An upper bound of the usage `call` can incur, reserved before the call (SPEC §7). */

@@ -1,11 +1,10 @@
-import { createLexicalUpstream, type Upstream } from '@decision-gateway/questions';
+import type { Upstream } from '@decision-gateway/questions';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../metrics.ts';
 import { createCircuitBreaker, withCircuitBreaker } from './circuit-breaker.ts';
-import { createOpenAiUpstream } from './openai-upstream.ts';
+import { UPSTREAM_KINDS, type UpstreamConfig } from './kinds/index.ts';
+import type { UpstreamKind } from './kinds/kind.ts';
 import type { BackoffOptions } from './retry-policy.ts';
-import { createSystemOneUpstream } from './systemone-upstream.ts';
-import type { UpstreamConfig } from './upstream-config.ts';
 import { createUpstreamHttp } from './upstream-http.ts';
 
 export interface NamedUpstreamConfig {
@@ -27,31 +26,29 @@ export interface UpstreamTuning {
 }
 
 /**
- * One configured upstream, by name (SPEC §§8, 12). Remote ones sit behind a circuit breaker that
- * counts whole requests; metrics and the circuit gauge carry the upstream's name.
+ * One configured upstream, by name (docs/upstreams.md): its kind's client from the map of kinds.
+ * Remote ones share the HTTP client (retries, deadline, size limit) and sit behind a circuit
+ * breaker that counts whole requests; metrics and the circuit gauge carry the upstream's name.
  */
 export function createUpstream(
   { name, config }: NamedUpstreamConfig,
   logger: Logger,
   tuning: UpstreamTuning = {},
 ): Upstream {
-  if (config.kind === 'lexical') return { ...createLexicalUpstream(), name, kind: 'lexical' };
+  const kind = UPSTREAM_KINDS[config.kind] as UpstreamKind;
   const { metrics } = tuning;
-  const http = createUpstreamHttp({
-    name,
-    baseUrl: config.baseUrl,
-    apiKey: config.apiKey,
-    maxRetries: config.maxRetries,
-    ...(tuning.maxBodyBytes !== undefined && { maxBodyBytes: tuning.maxBodyBytes }),
-    logger,
-    requestIdHeader: config.kind === 'systemone' ? 'x-typesafe-request-id' : 'x-request-id',
-    ...(tuning.backoff && { backoff: tuning.backoff }),
-    ...(metrics && { onRetry: () => metrics.upstreamRetries.inc({ upstream: name }) }),
+  const upstream = kind.create(name, config, {
+    http: (options) =>
+      createUpstreamHttp({
+        ...options,
+        name,
+        ...(tuning.maxBodyBytes !== undefined && { maxBodyBytes: tuning.maxBodyBytes }),
+        logger,
+        ...(tuning.backoff && { backoff: tuning.backoff }),
+        ...(metrics && { onRetry: () => metrics.upstreamRetries.inc({ upstream: name }) }),
+      }),
   });
-  const upstream =
-    config.kind === 'systemone'
-      ? createSystemOneUpstream(http, name, config.model)
-      : createOpenAiUpstream(http, { name, model: config.model, topLogprobs: config.topLogprobs });
+  if (!kind.remote) return { ...upstream, kind: config.kind };
   const breaker = createCircuitBreaker({
     threshold: tuning.breakerThreshold ?? 5,
     cooldownMs: tuning.breakerCooldownMs ?? 10_000,

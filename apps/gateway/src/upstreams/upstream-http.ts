@@ -51,6 +51,9 @@ type Ending =
  * `Retry-After`; one deadline covers every attempt and a wait that would pass it is not started.
  * The circuit breaker sits a level up, around whole requests (`withCircuitBreaker`).
  */
+/** The HTTP client every remote kind calls through. */
+export type UpstreamHttp = ReturnType<typeof createUpstreamHttp>;
+
 export function createUpstreamHttp(options: UpstreamHttpOptions) {
   const base = new URL(options.baseUrl);
   const basePath = base.pathname.replace(/\/+$/, '');

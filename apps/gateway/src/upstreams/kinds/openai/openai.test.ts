@@ -1,12 +1,11 @@
 import { groupsOf } from '@decision-gateway/questions';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
-import { plannedCalls } from '../src/upstreams/label-distribution.ts';
-import { groupSizeFor } from '../src/upstreams/openai-upstream.ts';
-import { createUpstream } from '../src/upstreams/registry.ts';
-import { timeoutOf } from '../src/upstreams/upstream-config.ts';
-import { bearer, post, sampleRequest, sleep, startGateway } from './harness.ts';
-import { type Handler, json, type SeenRequest, startStandIn } from './stand-in-upstream.ts';
+import { bearer, post, sampleRequest, sleep, startGateway } from '../../../../test/harness.ts';
+import { type Handler, json, type SeenRequest, startStandIn } from '../../../../test/stand-in-upstream.ts';
+import { loadConfig } from '../../../config.ts';
+import { createUpstream } from '../../registry.ts';
+import { plannedCalls } from './label-distribution.ts';
+import { groupSizeFor } from './openai-upstream.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -59,7 +58,7 @@ async function setup(handler: Handler, env: Record<string, string> = {}) {
   if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
   const gw = await startGateway({
     upstream: (logger) => createUpstream(loaded.config.upstream, logger),
-    upstreamTimeoutMs: timeoutOf(loaded.config.upstream.config),
+    upstreamTimeoutMs: loaded.config.upstream.config.timeoutMs,
   });
   cleanups.push(standIn.close, gw.close);
   const key = await gw.createKey({ credits: 50 });

@@ -15,6 +15,7 @@ import {
   type UpstreamCall,
   type UpstreamOutcome,
 } from '@decision-gateway/questions';
+import type { UpstreamHttp } from '../../upstream-http.ts';
 import {
   type Ask,
   estimateWeights,
@@ -22,12 +23,9 @@ import {
   readLabels,
   type TopLogprob,
 } from './label-distribution.ts';
-import type { createUpstreamHttp } from './upstream-http.ts';
 
 /** Noul reads yes/no, and true/false as the same answers. */
 export const NOUL_ALIASES: Record<string, readonly string[]> = { Yes: ['true'], No: ['false'] };
-
-type UpstreamHttp = ReturnType<typeof createUpstreamHttp>;
 
 const addUsage = (a: Usage, b: Usage): Usage => ({
   input_tokens: a.input_tokens + b.input_tokens,

@@ -1,8 +1,6 @@
 import { failure, isPlainObject, type Usage } from '@decision-gateway/contract';
 import type { Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
-import type { createUpstreamHttp } from './upstream-http.ts';
-
-type UpstreamHttp = ReturnType<typeof createUpstreamHttp>;
+import type { UpstreamHttp } from '../../upstream-http.ts';
 
 /** Reservation bound for upstreams that count their own tokens (SPEC §7). */
 export function byteBound(questions: number, bodyBytes: number): Usage {

@@ -1,9 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
-import { createUpstream, type UpstreamTuning } from '../src/upstreams/registry.ts';
-import { timeoutOf } from '../src/upstreams/upstream-config.ts';
-import { bearer, post, sampleRequest, startGateway, type TestGateway } from './harness.ts';
-import { gatewayEnvelope, type Handler, json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
+import { bearer, post, sampleRequest, startGateway, type TestGateway } from '../../../../test/harness.ts';
+import {
+  gatewayEnvelope,
+  type Handler,
+  json,
+  nativeAnswer,
+  startStandIn,
+} from '../../../../test/stand-in-upstream.ts';
+import { loadConfig } from '../../../config.ts';
+import { createUpstream, type UpstreamTuning } from '../../registry.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -24,7 +29,7 @@ async function setup(handler: Handler, env: Record<string, string> = {}, tuning:
   const gw: TestGateway = await startGateway({
     upstream: (logger) =>
       createUpstream(loaded.config.upstream, logger, { backoff: { initialMs: 10, maxMs: 40 }, ...tuning }),
-    upstreamTimeoutMs: timeoutOf(loaded.config.upstream.config),
+    upstreamTimeoutMs: loaded.config.upstream.config.timeoutMs,
   });
   cleanups.push(standIn.close, gw.close);
   const key = await gw.createKey({ credits: 10 });

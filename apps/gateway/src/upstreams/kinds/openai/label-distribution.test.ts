@@ -4,11 +4,6 @@ import { MODEL_ID, type Question } from '@decision-gateway/contract';
 import { choiceLabels, type Upstream } from '@decision-gateway/questions';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
-import { readLabels } from '../src/upstreams/label-distribution.ts';
-import { nativeErrorReason } from '../src/upstreams/native-errors.ts';
-import { NOUL_ALIASES, readCompletion } from '../src/upstreams/openai-upstream.ts';
-import { createUpstream } from '../src/upstreams/registry.ts';
 import {
   createSimulatedModel,
   offeredOptions,
@@ -16,7 +11,12 @@ import {
   startSimulatedServer,
   totalVariation,
   trueDistribution,
-} from './simulated-model.ts';
+} from '../../../../test/simulated-model.ts';
+import { loadConfig } from '../../../config.ts';
+import { nativeErrorReason } from '../../native-errors.ts';
+import { createUpstream } from '../../registry.ts';
+import { readLabels } from './label-distribution.ts';
+import { NOUL_ALIASES, readCompletion } from './openai-upstream.ts';
 
 // The openai upstream against a simulated server whose true distribution is known, with a real
 // server's traits: top_logprobs capped at 20, labels spelled several ways, non-label tokens, and
@@ -174,7 +174,7 @@ describe('readLabels', () => {
 
 // Copied from the team's shared/fixtures/llama-server (see the README there), so a clone alone runs them.
 describe('real llama.cpp server responses (fixtures/llama-server)', () => {
-  const dir = join(import.meta.dirname, 'fixtures/llama-server');
+  const dir = join(import.meta.dirname, 'fixtures');
   const exchanges = readdirSync(dir)
     .filter((name) => name.startsWith('exchanges-'))
     .flatMap((name) =>

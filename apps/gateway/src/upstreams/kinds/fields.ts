@@ -1,0 +1,27 @@
+import { z } from 'zod';
+
+/** The defaults every kind shares (docs/upstreams.md): the environment and the file both use these. */
+export const UPSTREAM_DEFAULTS = { timeoutMs: 10_000, maxRetries: 2 } as const;
+
+/** Fields several kinds take, written once. */
+export const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+export const timeoutMs = z.int().min(1).max(600_000).default(UPSTREAM_DEFAULTS.timeoutMs);
+export const maxRetries = z.int().min(0).max(10).default(UPSTREAM_DEFAULTS.maxRetries);
+
+/** The fields of a remote kind that the `UPSTREAM_*` variables give, unset ones left out. */
+export function remoteFromEnv(env: {
+  baseUrl?: string | undefined;
+  apiKey?: string | undefined;
+  model?: string | undefined;
+  timeoutMs: number;
+  maxRetries: number;
+}): Record<string, unknown> {
+  const fields = {
+    baseUrl: env.baseUrl,
+    apiKey: env.apiKey,
+    model: env.model,
+    timeoutMs: env.timeoutMs,
+    maxRetries: env.maxRetries,
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+}
