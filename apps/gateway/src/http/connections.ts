@@ -4,7 +4,7 @@ import { Server, type Socket } from 'node:net';
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { DOORS, type DoorName } from './doors.ts';
+import { DOORS, type DoorName } from '../doors/door.ts';
 
 /**
  * `req_` and 32 hex digits: the time in milliseconds (12 digits), then 20 of a random UUID (72

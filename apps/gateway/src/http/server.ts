@@ -1,17 +1,18 @@
 import { failure } from '@decision-gateway/contract';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { GatewayServices } from '../app.ts';
+import { adminDoor } from '../doors/admin.ts';
+import { createCallerActions } from '../doors/caller-actions.ts';
+import { consoleDoor } from '../doors/console.ts';
+import { door, doorOf, notFound, sendFailure } from '../doors/door.ts';
+import type { DoorOutcome, EvaluationReport } from '../doors/door-outcome.ts';
+import { operationsDoor } from '../doors/operations.ts';
+import { nativeDoor, restDoor } from '../doors/raw-body-door.ts';
+import { trpcDoor } from '../doors/trpc.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { Store } from '../store/store.ts';
-import { trpcDoor } from '../trpc/trpc-door.ts';
-import { adminDoor } from './admin-routes.ts';
 import { createConnections, newRequestId } from './connections.ts';
-import { consoleDoor } from './console-door.ts';
-import type { DoorOutcome, EvaluationReport } from './door-outcome.ts';
-import { door, doorOf, notFound, sendFailure } from './doors.ts';
-import { nativeDoor, restDoor } from './evaluation-routes.ts';
-import { operationsDoor } from './operations-routes.ts';
 import { createRouteTable } from './route-table.ts';
 
 export interface Gateway {
@@ -154,11 +155,10 @@ export function buildServer(services: GatewayServices): Gateway {
   );
 
   // Each door in its own plugin scope: it owns its format, and knows only the services it is given.
-  const { evaluator, authenticate, tokens, corsOrigins } = services;
+  const { evaluator, tokens, corsOrigins } = services;
   const doorOptions = {
     evaluate: evaluator.evaluate,
-    authenticate,
-    tokens,
+    callers: createCallerActions(services),
     corsOrigins,
     methodsFor: routes.methodsFor,
   };

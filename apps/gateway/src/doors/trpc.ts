@@ -8,38 +8,33 @@ import {
   trpcErrorBody,
 } from '@decision-gateway/api';
 import {
-  CreateTokenBody,
   decodeBodyText,
   type EvaluationData,
   failure,
   type GatewayFailure,
-  MODELS,
   type Parsed,
-  parseAdminInput,
 } from '@decision-gateway/contract';
 import { fastifyRequestHandler } from '@trpc/server/adapters/fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Authenticate } from '../auth/authenticate.ts';
-import type { TokenService } from '../auth/tokens.ts';
 import type { Evaluate, ResponseMeta } from '../core/evaluation/index.ts';
 import { storeTroubleFailure } from '../core/store-trouble.ts';
-import { cors, originOf } from '../http/cors.ts';
-import type { EvaluationReport } from '../http/door-outcome.ts';
-import { type DoorOptions, door } from '../http/doors.ts';
-import { retryAfterSeconds } from '../http/envelope.ts';
+import type { CallerActions } from './caller-actions.ts';
+import { cors, originOf } from './cors.ts';
+import { type DoorOptions, door } from './door.ts';
+import type { EvaluationReport } from './door-outcome.ts';
+import { retryAfterSeconds } from './envelope.ts';
 import {
   cacheControlHeader,
   rawEvaluationCall,
   readRawBodies,
   routeHeader,
   sentContentType,
-} from '../http/read-body.ts';
-import { metaHeaders } from '../http/response-meta.ts';
+} from './read-body.ts';
+import { metaHeaders } from './response-meta.ts';
 
 export interface TrpcDoorOptions extends DoorOptions {
   evaluate: Evaluate;
-  authenticate: Authenticate;
-  tokens: TokenService;
+  callers: CallerActions;
   corsOrigins: readonly string[];
 }
 
@@ -119,28 +114,19 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
           ? { ok: true, data: outcome.data }
           : { ok: false, failure: outcome.failure, requestId };
       },
-      async listModels(op) {
+      listModels: (op) => {
         const requestId = batch ? `${request.id}_${op.batchIndex}` : request.id;
         return storeGuarded(requestId, async () => {
-          const auth = await opts.authenticate(credentials);
-          return auth.ok ? { ok: true, data: MODELS } : { ok: false, failure: auth.failure, requestId };
+          const models = await opts.callers.listModels(credentials);
+          return models.ok
+            ? { ok: true, data: models.value }
+            : { ok: false, failure: models.error, requestId };
         });
       },
       createToken: (op) => {
         const requestId = batch ? `${request.id}_${op.batchIndex}` : request.id;
         return storeGuarded(requestId, async () => {
-          const auth = await opts.authenticate(credentials);
-          if (!auth.ok) return { ok: false, failure: auth.failure, requestId };
-          if (auth.principal.kind === 'token')
-            return {
-              ok: false,
-              failure: failure('forbidden', 'a token cannot mint tokens: use an API key'),
-              requestId,
-            };
-          const read = await readInput(op);
-          const body = read.ok ? parseAdminInput(CreateTokenBody, read.value ?? {}) : read;
-          if (!body.ok) return { ok: false, failure: body.error, requestId };
-          const minted = await opts.tokens.mint(auth.principal.key.id, body.value);
+          const minted = await opts.callers.mintToken(credentials, () => readInput(op));
           return minted.ok
             ? { ok: true, data: minted.value }
             : { ok: false, failure: minted.error, requestId };

@@ -17,7 +17,7 @@ import { bearerToken, isAdminToken } from '../auth/api-keys.ts';
 import type { TokenService } from '../auth/tokens.ts';
 import type { DecisionCache } from '../cache/decision-cache.ts';
 import type { KeyResult, KeyService } from '../keys/key-service.ts';
-import { type DoorOptions, door, sendFailure as sendDoorFailure } from './doors.ts';
+import { type DoorOptions, door, sendFailure as sendDoorFailure } from './door.ts';
 import { sendSuccess } from './envelope.ts';
 
 const sendFailure = (reply: FastifyReply, f: GatewayFailure) => sendDoorFailure(reply, f, 'admin');

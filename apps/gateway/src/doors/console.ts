@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { failure } from '@decision-gateway/contract';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
-import { type DoorOptions, door, sendFailure } from './doors.ts';
+import { type DoorOptions, door, sendFailure } from './door.ts';
 
 /** Where `pnpm start` (through Turborepo) builds the console: apps/console/dist. */
 export const CONSOLE_DIST = resolve(import.meta.dirname, '../../../console/dist');

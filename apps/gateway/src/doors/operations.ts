@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { buildOpenApiDocument, failure } from '@decision-gateway/contract';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayMetrics } from '../metrics.ts';
-import { type DoorOptions, door, sendFailure } from './doors.ts';
+import { type DoorOptions, door, sendFailure } from './door.ts';
 import { sendSuccess } from './envelope.ts';
 
 /** Swagger UI's static files, served from the npm package (no CDN: gateways often run offline). */

@@ -1,27 +1,24 @@
 import {
-  CreateTokenBody,
   decodeJsonBody,
   type EvaluationData,
   failure,
-  MODELS,
   nativeResult,
-  parseAdminInput,
+  type Parsed,
 } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Authenticate } from '../auth/authenticate.ts';
-import type { MintResult, TokenService } from '../auth/tokens.ts';
 import type { Evaluate, ResponseMeta } from '../core/evaluation/index.ts';
 import { isJsonMediaType } from '../core/media-type.ts';
+import type { CallerActions } from './caller-actions.ts';
 import { cors, originOf } from './cors.ts';
-import { type DoorName, type DoorOptions, door, sendFailure } from './doors.ts';
+import { type DoorName, type DoorOptions, door, sendFailure } from './door.ts';
 import { successBody } from './envelope.ts';
 import { rawEvaluationCall, readRawBodies, sentContentType } from './read-body.ts';
 import { metaHeaders } from './response-meta.ts';
 
 export interface EvaluationDoorOptions extends DoorOptions {
   evaluate: Evaluate;
-  authenticate: Authenticate;
-  tokens: TokenService;
+  /** Listing models and minting tokens, as every door does them. */
+  callers: CallerActions;
   /** CORS_ORIGINS (SPEC §14). */
   corsOrigins: readonly string[];
 }
@@ -82,25 +79,19 @@ function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers, mintsTokens
       return succeed(reply, evaluated(outcome.data), outcome.meta);
     });
 
+    const credentialsOf = (request: FastifyRequest) => ({
+      authorization: request.headers.authorization,
+      origin: originOf(request),
+    });
+
     app.get('/v1/models', async (request, reply) => {
-      const auth = await opts.authenticate({
-        authorization: request.headers.authorization,
-        origin: originOf(request),
-      });
-      return auth.ok ? succeed(reply, MODELS) : sendFailure(reply, auth.failure, name);
+      const models = await opts.callers.listModels(credentialsOf(request));
+      return models.ok ? succeed(reply, models.value) : sendFailure(reply, models.error, name);
     });
 
     if (mintsTokens) {
-      // SPEC §14: an API key mints a token for its own key; a token may not mint (40300).
       app.post('/v1/tokens', async (request, reply) => {
-        const auth = await opts.authenticate({
-          authorization: request.headers.authorization,
-          origin: originOf(request),
-        });
-        if (!auth.ok) return sendFailure(reply, auth.failure, name);
-        if (auth.principal.kind === 'token')
-          return sendFailure(reply, failure('forbidden', 'a token cannot mint tokens: use an API key'), name);
-        const minted = await mintFrom(request, auth.principal.key.id, opts.tokens);
+        const minted = await opts.callers.mintToken(credentialsOf(request), () => tokenBody(request));
         return minted.ok ? succeed(reply.code(201), minted.value) : sendFailure(reply, minted.error, name);
       });
     }
@@ -130,20 +121,13 @@ export const nativeDoor = rawBodyDoor({
 });
 
 /**
- * A mint's body, after authentication, in SPEC §4's order: media type (41500), JSON (40000), the
- * closed body (40001). No body at all means every default.
+ * A mint's body, read after authentication in the order of docs/http-api.md#errors: media type
+ * (41500), JSON (40000); the caller actions judge its fields (40001). No body at all is `{}`.
  */
-async function mintFrom(request: FastifyRequest, keyId: string, tokens: TokenService): Promise<MintResult> {
+function tokenBody(request: FastifyRequest): Parsed<unknown> {
   const bytes = request.body as Buffer | undefined;
-  let value: unknown = {};
-  if (bytes !== undefined && bytes.length > 0) {
-    const type = sentContentType(request);
-    if (!isJsonMediaType(type))
-      return { ok: false, error: failure('unsupported_media_type', 'send Content-Type: application/json') };
-    const decoded = decodeJsonBody(bytes);
-    if (!decoded.ok) return decoded;
-    value = decoded.value;
-  }
-  const body = parseAdminInput(CreateTokenBody, value);
-  return body.ok ? tokens.mint(keyId, body.value) : body;
+  if (bytes === undefined || bytes.length === 0) return { ok: true, value: {} };
+  if (!isJsonMediaType(sentContentType(request)))
+    return { ok: false, error: failure('unsupported_media_type', 'send Content-Type: application/json') };
+  return decodeJsonBody(bytes);
 }

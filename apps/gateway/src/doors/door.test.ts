@@ -17,8 +17,8 @@ const urlTests = /\.(url|originalUrl)\s*\.\s*(startsWith|includes|match)\(|\.url
 
 describe('the door layer', () => {
   it('never picks a response shape by looking at the URL: doors are stamped on their routes', () => {
-    // A door's prefix appears where it is registered (server.ts) and nowhere else as a test.
-    const doorCode = ['http', 'trpc'].flatMap((dir) => sources(join(SRC, dir)));
+    // A door's prefix appears where it is registered (http/server.ts) and nowhere else as a test.
+    const doorCode = ['http', 'doors'].flatMap((dir) => sources(join(SRC, dir)));
     expect(doorCode.length).toBeGreaterThan(5);
     const offenders = doorCode.filter((file) => urlTests.test(readFileSync(file, 'utf8')));
     expect(offenders.map((file) => file.slice(SRC.length + 1))).toEqual([]);

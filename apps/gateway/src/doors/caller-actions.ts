@@ -1,0 +1,49 @@
+import {
+  type CreatedToken,
+  CreateTokenBody,
+  failure,
+  type GatewayFailure,
+  MODELS,
+  type ModelList,
+  type Parsed,
+  parseAdminInput,
+} from '@decision-gateway/contract';
+import type { Authenticate, Credentials } from '../auth/authenticate.ts';
+import type { TokenService } from '../auth/tokens.ts';
+
+type Result<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
+
+/**
+ * What a caller may do besides evaluating, written once for every door that offers it (REST,
+ * `/native`, tRPC): list the models, and mint a browser token with an API key (docs/browsers.md).
+ * Each door only reads its request and writes the result in its own format.
+ */
+export function createCallerActions(deps: { authenticate: Authenticate; tokens: TokenService }) {
+  return {
+    async listModels(credentials: Credentials): Promise<Result<ModelList>> {
+      const auth = await deps.authenticate(credentials);
+      return auth.ok ? { ok: true, value: MODELS } : { ok: false, error: auth.failure };
+    },
+
+    /**
+     * An API key mints a token for its own key; a token may not mint (40300). The body is read
+     * only after authentication, so a caller without a key learns nothing about it; no body at
+     * all means every default.
+     */
+    async mintToken(
+      credentials: Credentials,
+      readBody: () => Promise<Parsed<unknown>> | Parsed<unknown>,
+    ): Promise<Result<CreatedToken>> {
+      const auth = await deps.authenticate(credentials);
+      if (!auth.ok) return { ok: false, error: auth.failure };
+      if (auth.principal.kind === 'token')
+        return { ok: false, error: failure('forbidden', 'a token cannot mint tokens: use an API key') };
+      const read = await readBody();
+      const body = read.ok ? parseAdminInput(CreateTokenBody, read.value ?? {}) : read;
+      if (!body.ok) return body;
+      return deps.tokens.mint(auth.principal.key.id, body.value);
+    },
+  };
+}
+
+export type CallerActions = ReturnType<typeof createCallerActions>;
