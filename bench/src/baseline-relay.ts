@@ -1,7 +1,7 @@
 // The floor for any Node gateway doing this job: read the body, JSON.parse it, forward it to the
 // upstream over a keep-alive pool, write the answer back. No auth, no validation, no credits.
 //
-// With RELAY_DATABASE set it also does the storage work SPEC §5 and §7 require of every request,
+// With RELAY_DATABASE set it also does the storage work every request requires of every request,
 // through the gateway's own Store: look the key up by hash, reserve credits, and after the answer
 // settle them with a usage record. That floor shows what durable per-request accounting costs,
 // apart from everything else the gateway does.
@@ -26,7 +26,7 @@ async function forward(body: unknown) {
   return { status: answer.statusCode, text: await answer.body.text() };
 }
 
-/** forward() between a key check, a reservation and a settlement, as SPEC §7 orders them. */
+/** forward() between a key check, a reservation and a settlement, as docs/http-api.md#credits orders them. */
 async function forwardWithAccounting(body: unknown, authorization: string | undefined) {
   if (!store) return forward(body);
   const auth = await verifyApiKey(store, authorization, Date.now());

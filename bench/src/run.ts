@@ -323,7 +323,7 @@ function buildReport(
       met: ratio('gateway PG+Redis', 1).p50 - ratio('gateway REST', 1).p50 <= 1.5,
     },
   };
-  // Not bars: where the SPEC's per-request storage work alone puts the ceiling, and how close
+  // Not bars: where the per-request storage work the API requires alone puts the ceiling, and how close
   // the gateway comes to it.
   const floors = {
     storeRelayVsBaselineAt64: ratio('relay + store', 64).throughputRatio,
@@ -377,7 +377,7 @@ function renderTable(report: Report): string {
     `| PostgreSQL + Redis vs SQLite throughput, ${SPREAD_KEYS} keys, c=64 | ${report.targets.postgresVsSqliteSpreadAt64.value.toFixed(2)}× | ${report.targets.postgresVsSqliteSpreadAt64.bar} | ${yes(report.targets.postgresVsSqliteSpreadAt64.met)} |`,
     `| PostgreSQL + Redis added p50 over SQLite, c=1 | ${report.targets.postgresAddedP50At1Ms.value.toFixed(2)} ms | ${report.targets.postgresAddedP50At1Ms.bar} | ${yes(report.targets.postgresAddedP50At1Ms.met)} |`,
     '',
-    `The relay doing only the storage work SPEC §5 and §7 require per request (key lookup, reservation, settlement with a usage record, through the gateway's Store) reaches ${report.floors.storeRelayVsBaselineAt64.toFixed(2)}× the bare relay at c=64; the gateway REST path reaches ${report.floors.restVsStoreRelayAt64.toFixed(2)}× of that.`,
+    `The relay doing only the storage work every request requires per request (key lookup, reservation, settlement with a usage record, through the gateway's Store) reaches ${report.floors.storeRelayVsBaselineAt64.toFixed(2)}× the bare relay at c=64; the gateway REST path reaches ${report.floors.restVsStoreRelayAt64.toFixed(2)}× of that.`,
     '',
     `"gateway PG+Redis" is the REST gateway (systemone upstream, as "gateway REST") on PostgreSQL with Redis rate limits. "${SPREAD_KEYS} keys" rows spread the same load over ${SPREAD_KEYS} keys, one after another. "×2" splits the same load over two such instances on one database and one Redis: ${report.floors.twoInstancesVsOneAt64.toFixed(2)}× one instance (CPU µs/req sums both processes; on this 2-core machine the instances, PostgreSQL, Redis, the relay and the load generator share the cores).`,
   ];

@@ -29,7 +29,7 @@ function answer(body: string): string {
       };
     }
   }
-  // The native success body (SPEC §8): what the hosted API and the official SDKs use.
+  // The native success body (docs/upstreams.md): what the hosted API and the official SDKs use.
   return JSON.stringify({ model: 'jev-1.13.0', answers, usage: { input_tokens: 412, output_tokens: 0 } });
 }
 

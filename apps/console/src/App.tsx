@@ -81,7 +81,7 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
           {(id) => (
             <input
               id={id}
-              // A text field (SPEC §15), masked by CSS: a password input has no textbox role.
+              // A text field (README.md#console), masked by CSS: a password input has no textbox role.
               type="text"
               className="secret"
               autoComplete="off"

@@ -4,7 +4,7 @@ export type EditorQuestion =
   | { id: string; type: 'score'; instructions: string; levels: string }
   | { id: string; type: 'noul'; instructions: string };
 
-/** The question the playground opens with, so Ask works at once (SPEC §15). */
+/** The question the playground opens with, so Ask works at once (README.md#console). */
 export const EXAMPLE_QUESTION: EditorQuestion = {
   id: 'team',
   type: 'choice',

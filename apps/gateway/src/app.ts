@@ -135,7 +135,7 @@ export interface OpenedGateway {
 }
 
 /**
- * The gateway the configuration describes (docs/operations.md#configuration): its store, Redis
+ * The gateway the configuration describes (README.md#configuration): its store, Redis
  * (shared rate limits and decision cache), upstreams and routes. Throws when the store cannot be
  * opened.
  */

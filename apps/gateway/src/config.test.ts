@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config.ts';
 
 describe('loadConfig', () => {
-  it('has the defaults of SPEC §10', () => {
+  it('has the documented defaults (README, Configuration)', () => {
     const loaded = loadConfig({});
     if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
     expect(loaded.config).toMatchObject({

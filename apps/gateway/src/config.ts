@@ -41,11 +41,11 @@ const rate = (fallback: number) =>
 
 const emptyAsUndefined = (value: unknown) => (value === '' ? undefined : value);
 
-/** SPEC §10's connection timeouts: the environment's defaults and the server's are these. */
+/** The connection timeouts (README.md#configuration): the environment's defaults and the server's are these. */
 export const TIMEOUT_DEFAULTS = { requestMs: 30_000, shutdownMs: 30_000 } as const;
 
 /**
- * The gateway's configuration (SPEC §10), read from the environment and validated at start.
+ * The gateway's configuration (README.md#operating-the-gateway), read from the environment and validated at start.
  * An empty variable counts as unset.
  */
 export const ConfigSchema = z
@@ -60,7 +60,7 @@ export const ConfigSchema = z
       .optional(),
     /** PostgreSQL: connections in each instance's pool. */
     DATABASE_POOL_SIZE: integer(10, 1, 1000),
-    /** The deadline of every store call (SPEC §10); past it the request gets 503. */
+    /** The deadline of every store call (README.md#operating-the-gateway); past it the request gets 503. */
     STORE_TIMEOUT_MS: integer(2_000, 1, 600_000),
     REDIS_URL: z
       .string()
@@ -80,17 +80,17 @@ export const ConfigSchema = z
     UPSTREAM_MODEL: z.string().min(1).optional(),
     UPSTREAM_TIMEOUT_MS: integer(UPSTREAM_DEFAULTS.timeoutMs, 1, 600_000),
     UPSTREAM_MAX_RETRIES: integer(UPSTREAM_DEFAULTS.maxRetries, 0, 10),
-    /** The largest upstream answer read; over it → 502 (SPEC §10). Applies to every upstream. */
+    /** The largest upstream answer read; over it → 502 (README.md#operating-the-gateway). Applies to every upstream. */
     UPSTREAM_MAX_BODY_BYTES: integer(1_048_576, 1024, 1_073_741_824),
     /** openai: how many alternatives to ask for; OpenAI allows up to 20, vLLM its max_logprobs. */
     UPSTREAM_TOP_LOGPROBS: integer(DEFAULT_TOP_LOGPROBS, 2, 100),
     CREDITS_PER_1K_INPUT_TOKENS: rate(1),
     CREDITS_PER_1K_OUTPUT_TOKENS: rate(0),
-    /** A YAML or JSON file of upstreams and routes (SPEC §12), read after the variables. */
+    /** A YAML or JSON file of upstreams and routes (docs/routes.md), read after the variables. */
     GATEWAY_CONFIG: z.string().optional(),
     /** Without GATEWAY_CONFIG: how long the route `default` keeps a decision; 0 = no cache. */
     CACHE_TTL_SECONDS: integer(0, 0, 31_536_000),
-    /** Browser origins that may call with tokens (SPEC §14), comma-separated, exact. */
+    /** Browser origins that may call with tokens (docs/browsers.md), comma-separated, exact. */
     CORS_ORIGINS: z
       .string()
       .transform((text) =>

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { UpstreamConfig, UpstreamName } from './upstreams/kinds/index.ts';
 
 /**
- * Upstreams and routes (SPEC §12): from the file `GATEWAY_CONFIG` names, or else one upstream
+ * Upstreams and routes (docs/routes.md): from the file `GATEWAY_CONFIG` names, or else one upstream
  * from the `UPSTREAM*` variables and one route `default` holding it.
  */
 export interface GatewaySetup {
@@ -18,7 +18,7 @@ export interface ResolvedRoute {
   escalate?: { to: string; confidenceBelow?: number; noulWithin?: [number, number] };
   /** The whole request ends by then (default: twice the largest timeoutMs of its upstreams). */
   deadlineMs: number;
-  /** 0 = no decision cache (SPEC §13). */
+  /** 0 = no decision cache (docs/routes.md#decision-cache). */
   cacheTtlSeconds: number;
 }
 

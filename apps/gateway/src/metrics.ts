@@ -111,7 +111,7 @@ export function createMetrics() {
     }),
     debitCapped: new Counter({
       name: 'dg_debit_capped_total',
-      help: 'Requests whose upstream reported more usage than was reserved: charged the reservation (SPEC §7)',
+      help: 'Requests whose upstream reported more usage than was reserved: charged the reservation (docs/http-api.md#credits)',
       labelNames: ['route'] as const,
       registers: [registry],
     }),

@@ -4,7 +4,7 @@ import { rawRequest } from './raw-http.ts';
 
 const admin = bearer(ADMIN_TOKEN);
 
-describe('admin API (SPEC §6)', () => {
+describe('admin API', () => {
   let gw: TestGateway;
 
   beforeAll(async () => {
@@ -176,7 +176,7 @@ describe('admin API (SPEC §6)', () => {
   });
 });
 
-describe('GET /admin/keys pages (SPEC §6)', () => {
+describe('GET /admin/keys pages', () => {
   it('returns keys newest first, limit at a time (100 by default, at most 1000), following nextCursor', async () => {
     const gw = await startGateway({ adminToken: ADMIN_TOKEN });
     try {
@@ -239,7 +239,7 @@ describe('admin API switched off', () => {
   });
 });
 
-describe('admin API for the console (SPEC §6)', () => {
+describe('admin API for the console', () => {
   it('sums usage per step, every step present, one key or all, and refuses more than 1000 points', async () => {
     let now = Date.parse('2026-11-23T10:30:00Z');
     const gw = await startGateway({ adminToken: ADMIN_TOKEN, clock: () => now });

@@ -16,7 +16,7 @@ afterAll(async () => {
   rmSync(dist, { recursive: true, force: true });
 });
 
-describe('GET /console (SPEC §15)', () => {
+describe('GET /console', () => {
   it('serves the built page and its files with a strict Content-Security-Policy', async () => {
     const gw = await startGateway({ adminToken: ADMIN_TOKEN, consoleRoot: dist });
     gateways.push(gw);

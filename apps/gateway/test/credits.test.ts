@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { MICRO } from '../src/core/credits.ts';
 import { bearer, post, sampleRequest, scriptedUpstream, startGateway, type TestGateway } from './harness.ts';
 
-/** SPEC §7's invariants for one key, checked against the store. */
+/** The credit invariants for one key (docs/http-api.md#credits), checked against the store. */
 async function expectInvariants(gw: TestGateway, keyId: string, granted: number, creditsUsed: number[]) {
   const key = await gw.keys.get(keyId);
   if (!key.ok || key.value.credits === null) throw new Error('key missing');
@@ -113,7 +113,7 @@ describe('credits under concurrency', () => {
         bearer(key),
       );
       expect(response.status).toBe(200);
-      // The reservation was 10 tokens' worth: 0.01 credits, not the 1,000 reported (SPEC §7).
+      // The reservation was 10 tokens' worth: 0.01 credits, not the 1,000 reported (docs/http-api.md#credits).
       expect(response.body.data.creditsUsed).toBe(0.01);
       await expectInvariants(gw, id, 2, [0.01]);
       const metrics = { text: await (await fetch(`${gw.url}/metrics`)).text() };

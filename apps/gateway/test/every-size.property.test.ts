@@ -7,7 +7,7 @@ import { bearer, post, startGateway, type TestGateway } from './harness.ts';
 import { createSimulatedModel, startSimulatedServer } from './simulated-model.ts';
 import { json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
 
-// SPEC §§1, 8: every valid request answers on every upstream, whatever the size of its questions.
+// docs/http-api.md#evaluate-post-v1systemone, docs/upstreams.md: every valid request answers on every upstream, whatever the size of its questions.
 // Properties over real HTTP: a choice of 2–255 options and a score of 2–10 levels, together.
 
 const sizedRequest = fc

@@ -39,7 +39,7 @@ export interface TestGateway {
 
 export interface TestGatewayOptions {
   upstream?: Upstream | ((logger: Logger, metrics: GatewayMetrics) => Upstream);
-  /** Routes over upstreams (SPEC §12), in place of `upstream`. */
+  /** Routes over upstreams (docs/routes.md), in place of `upstream`. */
   routes?: (logger: Logger, metrics: GatewayMetrics) => ReadonlyMap<string, Route>;
   adminToken?: string;
   rateLimitPerMinute?: number;
@@ -47,7 +47,7 @@ export interface TestGatewayOptions {
   creditsPer1kInput?: number;
   /** Share the SQLite file of another instance (cross-instance tests). */
   dbPath?: string;
-  /** A decision cache for the default route, keeping decisions this long (SPEC §13). */
+  /** A decision cache for the default route, keeping decisions this long (docs/routes.md#decision-cache). */
   cache?: DecisionCache;
   cacheTtlSeconds?: number;
   cacheScope?: CacheScope;

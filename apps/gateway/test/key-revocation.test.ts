@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { runKeysCli } from '../src/cli/keys.ts';
 import { bearer, post, sampleRequest, startGateway } from './harness.ts';
 
-// SPEC §5: a revoked key is refused on the next request, on every instance. Each test first has
+// docs/http-api.md#keys: a revoked key is refused on the next request, on every instance. Each test first has
 // the key served, so whatever the instance remembers about it is in place when it is revoked.
 describe('revocation reaches every instance at once', () => {
   it('a key revoked through one instance is refused by another on its next request', async () => {

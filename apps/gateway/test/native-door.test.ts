@@ -14,7 +14,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, get, post, startGateway, type TestGateway } from './harness.ts';
 
-// The official System One SDK, unchanged, pointed at the gateway's `/native` door (SPEC §11).
+// The official System One SDK, unchanged, pointed at the gateway's `/native` door (docs/http-api.md#the-other-doors).
 let gw: TestGateway;
 beforeAll(async () => {
   gw = await startGateway();

@@ -11,7 +11,7 @@ import {
 } from './harness.ts';
 import { rawRequest } from './raw-http.ts';
 
-/** Every row of SPEC §4's error table, provoked over real HTTP, in the documented envelope. */
+/** Every row of the error table (docs/http-api.md#errors), provoked over real HTTP, in the documented envelope. */
 describe('REST error table', () => {
   let gw: TestGateway;
   let key: string;
@@ -330,7 +330,7 @@ describe('REST errors from the rate limiter and the upstream', () => {
   });
 });
 
-describe('precedence (SPEC §4): 404/405 → 413 → 40100 → 40101 → 429 → 415 → 40000 → 40002 → 40003 → 40001 → 402', () => {
+describe('precedence: 404/405 → 413 → 40100 → 40101 → 429 → 415 → 40000 → 40002 → 40003 → 40001 → 402', () => {
   let gw: TestGateway;
   let poorKey: string;
   let limitedKey: string;

@@ -88,7 +88,7 @@ export function nativeAnswer(
       answers[id] = {
         type: 'score',
         score: (n - 1) / 2,
-        confidence: 0, // what SPEC §2's formula gives for a uniform distribution
+        confidence: 0, // what the documented formula gives for a uniform distribution (docs/http-api.md#answers)
         legend: Object.fromEntries(levels.map((level, i) => [level, q.criteria[i] ?? null])),
         probabilities: Object.fromEntries(levels.map((level) => [level, 1 / n])),
       };

@@ -13,9 +13,9 @@ import { createTestDatabase, TEST_DATABASE_URL } from './services.ts';
 import { json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
 import { startTcpRelay } from './tcp-relay.ts';
 
-// SPEC §10 on PostgreSQL, attacked as an operator's bad day attacks it: real gateway processes, a
+// Storage trouble (README.md#operating-the-gateway) on PostgreSQL, attacked as an operator's bad day attacks it: real gateway processes, a
 // real database, a TCP relay that cuts or stalls it, SIGKILL. Storage trouble never reaches a
-// caller as a 500, and SPEC §7's ledger holds exactly through all of it.
+// caller as a 500, and the ledger (docs/http-api.md#credits) holds exactly through all of it.
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
 /** The test's own view of the database, for the invariants. */
@@ -114,7 +114,7 @@ async function eventually(what: string, check: () => boolean | Promise<boolean>,
 }
 
 /**
- * SPEC §7's invariants for one key: balance ≥ 0, granted − Σ debits = balance, Σ creditsUsed
+ * The credit invariants for one key (docs/http-api.md#credits): balance ≥ 0, granted − Σ debits = balance, Σ creditsUsed
  * answered = Σ debits, one usage record per answered request (each 200 with its own charge).
  */
 async function expectLedger(keyId: string, grantedMicro: number, answers: Answer[]) {
@@ -146,7 +146,7 @@ const errorsOf = (running: { logs(): Record<string, unknown>[] }) =>
 
 const statusesOf = (answers: Answer[]) => [...new Set(answers.map((a) => a.status))].sort();
 
-describe('PostgreSQL under contention, outages, stalls and kill -9 (SPEC §10)', () => {
+describe('PostgreSQL under contention, outages, stalls and kill -9', () => {
   it('40 callers on one key at almost 0 credits over two instances for 8 s: no 500, a record each, ledger exact', async () => {
     const [a, b] = await Promise.all([gateway(), gateway()]);
     const { id, key } = await createKey(a.url, { credits: 1 });

@@ -89,7 +89,7 @@ describe('tRPC door: same semantics as REST', () => {
     expect(body.error.data.requestId).toBe(response.headers.get('x-request-id'));
   });
 
-  it('keeps SPEC §4 order on this door: authentication before the media type and the JSON', async () => {
+  it('keeps the documented order of errors on this door: authentication before the media type and the JSON', async () => {
     const send = (headers: Record<string, string>, body: string) =>
       fetch(`${gw.url}/trpc/evaluate`, { method: 'POST', headers, body }).then(async (r) => ({
         status: r.status,

@@ -5,7 +5,7 @@ export interface Operation {
   batchIndex: number;
   /**
    * The operation's input as the client sent it. Read lazily, after authentication and the rate
-   * limit, so SPEC §4's order holds; rejects when the body is not JSON.
+   * limit, so the order of docs/http-api.md#errors holds; rejects when the body is not JSON.
    */
   readInput(): Promise<unknown>;
 }
@@ -24,6 +24,6 @@ export interface ApiContext {
   requestId: string;
   evaluate(operation: Operation): Promise<OperationResult<EvaluationData>>;
   listModels(operation: Operation): Promise<OperationResult<ModelList>>;
-  /** Mints a short-lived browser token for the calling API key (SPEC §14). */
+  /** Mints a short-lived browser token for the calling API key (docs/browsers.md). */
   createToken(operation: Operation): Promise<OperationResult<CreatedToken>>;
 }

@@ -69,14 +69,14 @@ export function failureOfTrpcError(error: TRPCError): GatewayFailure {
   // tRPC reports a body that is not JSON as BAD_REQUEST caused by JSON.parse's SyntaxError.
   if (error.cause instanceof SyntaxError)
     return failure('invalid_json', `the body is not valid JSON: ${error.message}`);
-  // tRPC's own check of a batch's size (maxBatchSize): every operation is refused (SPEC §9).
+  // tRPC's own check of a batch's size (maxBatchSize): every operation is refused (docs/http-api.md#the-other-doors).
   if (error.message === 'Batch call exceeds maximum size')
     return failure('invalid_request', `a batch holds at most ${MAX_BATCH_OPERATIONS} operations`);
   const type = TYPE_BY_TRPC_CODE[error.code];
   return type ? failure(type, error.message) : failure('internal_error', 'internal error');
 }
 
-/** What `error.data` holds on every tRPC error (SPEC §9): the gateway code, type, issues, request id. */
+/** What `error.data` holds on every tRPC error (docs/http-api.md#the-other-doors): the gateway code, type, issues, request id. */
 export interface GatewayErrorData {
   code: number;
   type: ErrorType;
@@ -100,7 +100,7 @@ export function gatewayErrorData(
   return data;
 }
 
-/** SPEC §9: a batch holds at most this many operations; more and every operation gets 40001. */
+/** docs/http-api.md#the-other-doors: a batch holds at most this many operations; more and every operation gets 40001. */
 export const MAX_BATCH_OPERATIONS = 8;
 
 /**

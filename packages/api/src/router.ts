@@ -32,7 +32,7 @@ function unwrap<T>(result: OperationResult<T>): T {
 
 /**
  * Runs a whole operation in the server's core before tRPC reads the input, so authentication and
- * the rate limit come before the body's media type and JSON (SPEC §4), as on REST. The core
+ * the rate limit come before the body's media type and JSON (docs/http-api.md#errors), as on REST. The core
  * validates the input with the contract; `.input()` below only declares its type to clients.
  */
 const operation = <T>(run: (ctx: ApiContext, op: Operation) => Promise<OperationResult<T>>) =>

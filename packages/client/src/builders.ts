@@ -1,6 +1,6 @@
 import type { Content } from '@decision-gateway/contract';
 
-/** Text or JSON given to a question: a string, an object or an array (SPEC §1 "content"). */
+/** Text or JSON given to a question: a string, an object or an array (docs/http-api.md#evaluate-post-v1systemone "content"). */
 export type QuestionContent = Content;
 
 export interface ChoiceDefinition<Criteria extends Record<string, QuestionContent | null>> {

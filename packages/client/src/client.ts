@@ -102,7 +102,7 @@ const metaLink: TRPCLink<AppRouter> =
       }),
     );
 
-/** A typed client of the gateway's tRPC door (SPEC §9). */
+/** A typed client of the gateway's tRPC door (docs/http-api.md#the-other-doors). */
 export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
   if (options.apiKey !== undefined && isBrowserLike() && options.dangerouslyAllowBrowser !== true) {
     throw new Error(

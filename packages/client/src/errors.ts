@@ -1,7 +1,7 @@
 import type { ErrorType, Issue } from '@decision-gateway/contract/errors';
 import { TRPCClientError } from '@trpc/client';
 
-/** A failure reported by the gateway (SPEC §4), or a transport failure (see GatewayNetworkError). */
+/** A failure reported by the gateway (docs/http-api.md#errors), or a transport failure (see GatewayNetworkError). */
 export class GatewayError extends Error {
   override readonly name: string = 'GatewayError';
   /** The gateway's numeric code (e.g. 40001), or 0 when no gateway answered. */

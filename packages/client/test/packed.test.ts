@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway } from './real-gateway.ts';
 
-// What an outside user does (SPEC §9): pack the client, install the tarball with npm into an empty
+// What an outside user does (docs/http-api.md#the-other-doors): pack the client, install the tarball with npm into an empty
 // project, type-check a consumer with that project's own strict tsconfig, and run plain JavaScript
 // consumers (ESM and CommonJS) against a real gateway.
 

@@ -127,7 +127,7 @@ export function parseAdminInput<Schema extends z.ZodType>(
   return { ok: false, error: failure('invalid_request', summarizeIssues(issues), { issues }) };
 }
 
-/** `DELETE /admin/cache?keyId=K` (SPEC §6, §13): all cached decisions, or one key's. */
+/** `DELETE /admin/cache?keyId=K` (README.md#admin-api, docs/routes.md#decision-cache): all cached decisions, or one key's. */
 export const CachePurgeQuery = z.strictObject({
   keyId: z.string().min(1).optional().meta({ description: 'Only the decisions this key stored.' }),
 });
@@ -151,7 +151,7 @@ export const Origin = z.string().refine(
   { error: 'must be an exact origin: scheme://host[:port], no path' },
 );
 
-/** `POST /v1/tokens` (SPEC §14): every field optional, the body closed. */
+/** `POST /v1/tokens` (docs/browsers.md): every field optional, the body closed. */
 export const CreateTokenBody = z
   .strictObject({
     ttlSeconds: z
@@ -204,11 +204,11 @@ export const CreatedToken = z
   .meta({ id: 'CreatedToken' });
 export type CreatedToken = z.infer<typeof CreatedToken>;
 
-/** The steps a usage series can be summed by (SPEC §6). */
+/** The steps a usage series can be summed by (README.md#admin-api). */
 export const SERIES_STEPS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
 export type SeriesStep = keyof typeof SERIES_STEPS;
 
-/** `GET /admin/usage/series` (SPEC §6): for the console's charts. */
+/** `GET /admin/usage/series` (README.md#admin-api): for the console's charts. */
 export const UsageSeriesQuery = z
   .strictObject({
     keyId: z.string().min(1).optional().meta({ description: 'One key; all keys when absent.' }),

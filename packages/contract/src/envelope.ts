@@ -26,7 +26,7 @@ export const ErrorEnvelope = z
   .meta({ id: 'ErrorEnvelope' });
 export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
 
-/** The success envelope around any `data` (SPEC §3). */
+/** The success envelope around any `data` (docs/http-api.md#the-success-envelope-http-200). */
 export function successEnvelope<Data extends z.ZodType>(data: Data) {
   return z.strictObject({
     code: z.literal(0),

@@ -1,5 +1,5 @@
 /**
- * The error table of SPEC §4: one row per error type, with its numeric code and HTTP status.
+ * The error table of docs/http-api.md#errors: one row per error type, with its numeric code and HTTP status.
  * Everything else (envelopes, OpenAPI, the client's GatewayError) derives from this table.
  */
 export const ERROR_TABLE = {
@@ -42,7 +42,7 @@ export interface GatewayFailure {
   status: number;
   message: string;
   issues?: Issue[];
-  /** For 429 and 503: how long the caller should wait (SPEC §4). */
+  /** For 429 and 503: how long the caller should wait (docs/http-api.md#errors). */
   retryAfterMs?: number;
 }
 

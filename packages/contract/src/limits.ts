@@ -1,8 +1,8 @@
-/** The one model this gateway serves (SPEC §1); every default and check uses this constant. */
+/** The one model this gateway serves (docs/http-api.md#evaluate-post-v1systemone); every default and check uses this constant. */
 export const MODEL_ID = 'vendor/model-1.13';
 export type ModelId = typeof MODEL_ID;
 
-/** Every numeric limit of SPEC §1, in one place. Lengths count Unicode code points. */
+/** Every numeric limit of docs/http-api.md#evaluate-post-v1systemone, in one place. Lengths count Unicode code points. */
 export const LIMITS = {
   maxBodyBytes: 32_768,
   maxDepth: 64,
@@ -14,7 +14,7 @@ export const LIMITS = {
   scoreLevels: { min: 2, max: 10 },
 } as const;
 
-/** Length in Unicode code points (a surrogate pair is one character), as SPEC §1 counts lengths. */
+/** Length in Unicode code points (a surrogate pair is one character), as docs/http-api.md#evaluate-post-v1systemone counts lengths. */
 export function codePointLength(text: string): number {
   let length = text.length;
   for (let i = 0; i < text.length; i++) {

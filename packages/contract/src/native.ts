@@ -5,7 +5,7 @@ import { ERROR_TABLE, ERROR_TYPES, type GatewayFailure } from './errors.ts';
 import { MODEL_ID } from './limits.ts';
 
 /**
- * The System One wire format served under `/native` (SPEC §11), so the official SDKs and every
+ * The System One wire format served under `/native` (docs/http-api.md#the-other-doors), so the official SDKs and every
  * community client work through the gateway: the same answers as the envelope's `data.result`,
  * at the top level and without `elapsedMs`; the gateway's extras travel in headers.
  */
@@ -20,7 +20,7 @@ export type NativeResult = z.infer<typeof NativeResult>;
 
 const codes = Object.values(ERROR_TABLE).map((row) => row.code);
 
-/** `{"detail": {error_type, message, code}}`: the native error body, with the codes of SPEC §4. */
+/** `{"detail": {error_type, message, code}}`: the native error body, with the codes of docs/http-api.md#errors. */
 export const NativeError = z
   .strictObject({
     detail: z.strictObject({

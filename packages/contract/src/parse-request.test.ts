@@ -138,7 +138,7 @@ describe('parseEvaluationRequest: boundaries', () => {
   });
 });
 
-describe('parseEvaluationRequest: the rules of SPEC §1, with messages for people', () => {
+describe('parseEvaluationRequest: the documented request rules, with messages for people', () => {
   it.each<[string, unknown, (string | number)[], string]>([
     ['a missing model', { state: 's', questions: nouls(1) }, ['model'], 'is required'],
     ['a numeric model', { model: 13, state: 's', questions: nouls(1) }, ['model'], `must be "${MODEL_ID}"`],

@@ -9,7 +9,7 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; error: GatewayFail
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
- * Raw body bytes → its text, or 40000 (SPEC §4): empty, a byte-order mark or invalid UTF-8.
+ * Raw body bytes → its text, or 40000 (docs/http-api.md#errors): empty, a byte-order mark or invalid UTF-8.
  * TextDecoder rather than node:buffer, so the contract stays usable in browsers.
  */
 export function decodeBodyText(body: Uint8Array | undefined): Parsed<string> {
@@ -37,7 +37,7 @@ export function parseJsonText(text: string): Parsed<unknown> {
   }
 }
 
-/** Raw body bytes → JSON value, or 40000 (SPEC §4): empty, a byte-order mark, invalid UTF-8 or JSON. */
+/** Raw body bytes → JSON value, or 40000 (docs/http-api.md#errors): empty, a byte-order mark, invalid UTF-8 or JSON. */
 export function decodeJsonBody(body: Uint8Array | undefined): Parsed<unknown> {
   const text = decodeBodyText(body);
   return text.ok ? parseJsonText(text.value) : text;
@@ -65,7 +65,7 @@ export function nestingDepth(value: unknown, limit: number): number {
 
 /**
  * A parsed JSON body → the valid request, or the gateway error for the first broken rule in
- * SPEC §4's order: 40002 (question count) → 40003 (unknown model) → 40001 (everything else, with
+ * the order of docs/http-api.md#errors: 40002 (question count) → 40003 (unknown model) → 40001 (everything else, with
  * every issue and its path). The request returned is the caller's own JSON, never rebuilt.
  */
 export function parseEvaluationRequest(body: unknown): Parsed<EvaluationRequest> {

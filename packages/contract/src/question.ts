@@ -14,7 +14,7 @@ export function boundedText(min: number, max: number, what: string) {
 const JsonObject = z.record(z.string(), z.unknown());
 const JsonArray = z.array(z.unknown());
 
-/** "Content" (SPEC §1): a string, a JSON object or a JSON array. */
+/** "Content" (docs/http-api.md#evaluate-post-v1systemone): a string, a JSON object or a JSON array. */
 export const Content = z
   .union([z.string(), JsonObject, JsonArray], { error: 'must be a string, an object or an array' })
   .meta({ id: 'Content', description: 'A string, a JSON object or a JSON array.' });

@@ -25,7 +25,7 @@ export const Questions = ownKeyRecord(
   'Key: a client-chosen question ID. Value: the question definition.',
 );
 
-/** The body of `POST /v1/systemone` (SPEC §1). Closed: any other field is an error. */
+/** The body of `POST /v1/systemone` (docs/http-api.md#evaluate-post-v1systemone). Closed: any other field is an error. */
 export const EvaluationRequest = z
   .strictObject({ model: Model, state: State, questions: Questions })
   .meta({ id: 'EvaluationRequest' });

@@ -37,7 +37,7 @@ describe('checkAnswers', () => {
     });
   });
 
-  it('computes a missing confidence as SPEC §2 does', () => {
+  it('computes a missing confidence by the documented formula', () => {
     const answers = good() as Record<string, Record<string, unknown>>;
     delete answers.triage?.confidence;
     delete answers.urgency?.confidence;

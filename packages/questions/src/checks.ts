@@ -10,7 +10,7 @@ import {
 import { choiceLabels, scoreLegend } from './answers.ts';
 import { choiceConfidence, scoreConfidence } from './distribution.ts';
 
-/** How far an upstream's probabilities may sum from 1 (SPEC §8). */
+/** How far an upstream's probabilities may sum from 1 (docs/upstreams.md). */
 export const SUM_TOLERANCE = 0.02;
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
@@ -19,9 +19,9 @@ const isProbability = (x: unknown): x is number => typeof x === 'number' && x >=
 const fail = (reason: string): Checked<never> => ({ ok: false, reason });
 
 /**
- * The checks every answer passes before it reaches a caller (SPEC §8), whichever upstream made it.
+ * The checks every answer passes before it reaches a caller (docs/upstreams.md), whichever upstream made it.
  * Returns exactly one answer per question ID (answers for IDs not asked are dropped), with a
- * missing confidence computed as in SPEC §2, or the first precise reason the answers are unusable.
+ * missing confidence computed as in docs/http-api.md#answers, or the first precise reason the answers are unusable.
  */
 export function checkAnswers(questions: Questions, raw: unknown): Checked<Record<string, Answer>> {
   if (!isPlainObject(raw)) return fail('answers: not an object');
@@ -124,7 +124,7 @@ function checkScore(question: ScoreQuestion, raw: Record<string, unknown>): Chec
   };
 }
 
-/** The largest token count an upstream may report (SPEC §7): a 32-bit signed integer. */
+/** The largest token count an upstream may report (docs/http-api.md#credits): a 32-bit signed integer. */
 export const MAX_TOKEN_COUNT = 2 ** 31 - 1;
 
 /** Usage an upstream reports: both counts present, integers from 0 to 2³¹−1 (else it can't be billed). */

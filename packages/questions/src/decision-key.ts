@@ -1,7 +1,7 @@
 import type { EvaluationRequest } from '@decision-gateway/contract';
 
 /**
- * The canonical text of a decision (SPEC §13): equal for requests that must get the same answer,
+ * The canonical text of a decision (docs/routes.md#decision-cache): equal for requests that must get the same answer,
  * different for any change that can change one.
  *
  * - Whitespace of the body is gone (the request is already parsed).

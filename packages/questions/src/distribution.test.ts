@@ -17,7 +17,7 @@ const choice = (labels: string[]): ChoiceQuestion => ({
 });
 const score = (levels: (string | null)[]): ScoreQuestion => ({ type: 'score', criteria: levels });
 
-describe('worked numbers from SPEC §2', () => {
+describe('worked numbers of the documented answer formulas', () => {
   it('score probabilities {0, 0.57, 0.43} → score 1.43, confidence ≈ 0.355', () => {
     const answer = scoreFromWeights(score(['low', 'mid', 'high']), [0, 0.57, 0.43]);
     expect(answer.score).toBeCloseTo(1.43, 10);

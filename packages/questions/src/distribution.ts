@@ -1,5 +1,5 @@
 /**
- * From a probability distribution to an answer (SPEC §2). Pure arithmetic, no I/O: the lexical
+ * From a probability distribution to an answer (docs/http-api.md#answers). Pure arithmetic, no I/O: the lexical
  * baseline, the OpenAI-compatible upstream and the answer checks all share these formulas.
  */
 

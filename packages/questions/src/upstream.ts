@@ -6,12 +6,12 @@ export interface UpstreamCall {
   /** Size of the body as received, for the reservation bound of upstreams that don't count. */
   bodyBytes: number;
   requestId: string;
-  /** Epoch milliseconds by which the answer must be in, across all attempts (SPEC §8). */
+  /** Epoch milliseconds by which the answer must be in, across all attempts (docs/upstreams.md). */
   deadlineAt: number;
 }
 
 /**
- * What an upstream returns. Answers and usage are raw: the gateway checks them (SPEC §8) before
+ * What an upstream returns. Answers and usage are raw: the gateway checks them (docs/upstreams.md) before
  * any caller sees them, whichever upstream made them. Failures are already gateway errors.
  */
 export type UpstreamOutcome =
@@ -42,7 +42,7 @@ export interface Upstream {
   readonly kind?: string;
   /** Its circuit breaker's state, where it has one (remote upstreams). */
   circuit?(): 'closed' | 'open' | 'half-open';
-  /** An upper bound of the usage `call` can incur, reserved before the call (SPEC §7). */
+  /** An upper bound of the usage `call` can incur, reserved before the call (docs/http-api.md#credits). */
   usageBound(request: EvaluationRequest, bodyBytes: number): Usage;
   answer(call: UpstreamCall): Promise<UpstreamOutcome>;
   close?(): Promise<void>;

@@ -33,7 +33,7 @@ export type KeyCheck =
   | { ok: false; code: 'missing_api_key' }
   | { ok: false; code: 'invalid_api_key'; reason: 'unknown' | 'revoked' | 'expired' };
 
-/** Authenticate an `Authorization` header against the store (SPEC §5): the store answers as the
+/** Authenticate an `Authorization` header against the store (docs/http-api.md#keys): the store answers as the
  * key stands now. */
 export async function verifyApiKey(
   store: Pick<Store, 'findKeyByHash'>,
@@ -60,7 +60,7 @@ const INVALID_KEY_MESSAGES = {
   expired: 'the API key has expired',
 } as const;
 
-/** The 40101 for a key the reservation found revoked or expired (SPEC §5), worded as authentication words it. */
+/** The 40101 for a key the reservation found revoked or expired (docs/http-api.md#keys), worded as authentication words it. */
 export function refusedKeyFailure(
   reason: 'unknown' | 'revoked' | 'expired' | 'token_expired',
 ): GatewayFailure {

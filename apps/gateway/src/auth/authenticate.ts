@@ -16,7 +16,7 @@ export type Authentication =
       /**
        * The key (or token) was read from the cache of recently seen ones: it may have been revoked
        * since. The caller confirms it before answering: the reservation re-checks it under the
-       * key's row lock, and any other answer authenticates again with `cached: false` (SPEC §5).
+       * key's row lock, and any other answer authenticates again with `cached: false` (docs/http-api.md#keys).
        */
       fromCache: boolean;
     }
@@ -31,7 +31,7 @@ export interface Credentials {
 }
 
 /**
- * The one check of a request's credentials (SPEC §§5, 14): every door and the evaluation core call
+ * The one check of a request's credentials (docs/http-api.md#keys, docs/browsers.md): every door and the evaluation core call
  * this, never the store. Judged by the core's clock, so expiry is seen alike everywhere. It also
  * holds the origin rules (40300): a token only from its origins, an API key never from a browser
  * origin the gateway serves.

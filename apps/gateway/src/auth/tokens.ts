@@ -12,7 +12,7 @@ const DEFAULT_TTL_SECONDS = 600;
 export type MintResult = { ok: true; value: CreatedToken } | { ok: false; error: GatewayFailure };
 
 /**
- * Mints short-lived tokens for a key (SPEC §14): `POST /v1/tokens`, tRPC `tokens.create` and
+ * Mints short-lived tokens for a key (docs/browsers.md): `POST /v1/tokens`, tRPC `tokens.create` and
  * `POST /admin/keys/{id}/tokens` all come here. The token is random (256 bits), shown once, and
  * stored only as its SHA-256, in the store every instance shares, so it works everywhere and
  * across restarts; its key's revocation or expiry ends it at its next request.

@@ -19,7 +19,7 @@ const key = (owner: string): DecisionKey => ({
   owner,
 });
 
-/** The one suite every DecisionCache passes (SPEC §13). */
+/** The one suite every DecisionCache passes (docs/routes.md#decision-cache). */
 export function decisionCacheContract(name: string, open: () => Promise<CacheFixture>) {
   describe(`${name}: DecisionCache contract`, () => {
     async function withCache(run: (fixture: CacheFixture) => Promise<void>) {

@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import type { Answer, EvaluationRequest } from '@decision-gateway/contract';
 import { canonicalDecision } from '@decision-gateway/questions';
 
-/** A successful decision as the cache keeps it (SPEC §13). */
+/** A successful decision as the cache keeps it (docs/routes.md#decision-cache). */
 export interface CachedDecision {
   answers: Record<string, Answer>;
-  /** Who answered it (SPEC §12): the hit's `x-dg-upstream` and usage record say so too. */
+  /** Who answered it (docs/routes.md): the hit's `x-dg-upstream` and usage record say so too. */
   upstream: string;
   /** Epoch ms when it was stored, for the hit's `age`. */
   storedAt: number;
@@ -55,7 +55,7 @@ export function decisionKey(
   return { hash, owner: keyId };
 }
 
-/** What `Cache-Control` asks of the cache (SPEC §13): skip the lookup, or skip it and the store. */
+/** What `Cache-Control` asks of the cache (docs/routes.md#decision-cache): skip the lookup, or skip it and the store. */
 export function cacheDirective(header: string | undefined): 'no-cache' | 'no-store' | undefined {
   if (header === undefined) return undefined;
   const directives = header

@@ -4,7 +4,7 @@ import type { CachedDecision, DecisionCache } from './decision-cache.ts';
 export interface RedisCacheOptions {
   url: string;
   keyPrefix: string;
-  /** Told of every Redis failure: the request goes on as a miss (SPEC §13). */
+  /** Told of every Redis failure: the request goes on as a miss (docs/routes.md#decision-cache). */
   onUnavailable(error: Error): void;
 }
 

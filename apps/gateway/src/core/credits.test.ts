@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { costMicro, fromMicro, pricingFromCredits, toMicro } from './credits.ts';
 
-describe('credits maths (SPEC §7)', () => {
+describe('credits maths', () => {
   it('bills input tokens at 1 credit per 1K by default, output at 0', () => {
     const pricing = pricingFromCredits(1, 0);
     expect(costMicro({ input_tokens: 412, output_tokens: 999 }, pricing)).toBe(412_000);

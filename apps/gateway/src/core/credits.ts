@@ -1,6 +1,6 @@
 import type { Usage } from '@decision-gateway/contract';
 
-/** Credits are stored and moved as integer micro-credits (SPEC §7): 1 credit = 1,000,000. */
+/** Credits are stored and moved as integer micro-credits (docs/http-api.md#credits): 1 credit = 1,000,000. */
 export const MICRO = 1_000_000;
 
 export function toMicro(credits: number): number {

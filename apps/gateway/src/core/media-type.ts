@@ -1,7 +1,7 @@
 import { parse } from 'content-type';
 
 /**
- * Whether a `Content-Type` header says JSON (SPEC §4): parsed by `content-type` (jshttp's, the
+ * Whether a `Content-Type` header says JSON (docs/http-api.md#errors): parsed by `content-type` (jshttp's, the
  * parser Express uses), so a media type that does not parse (`application/json;;;charset="`) is
  * refused as any other wrong type. Type and parameter names are case-insensitive.
  */

@@ -25,14 +25,14 @@ const sendFailure = (reply: FastifyReply, f: GatewayFailure) => sendDoorFailure(
 export interface AdminDoorOptions extends DoorOptions {
   adminToken: string;
   keys: KeyService;
-  /** The decision cache, when a route has one (SPEC §13). */
+  /** The decision cache, when a route has one (docs/routes.md#decision-cache). */
   cache?: DecisionCache;
   tokens: TokenService;
-  /** The upstreams' health and the routes (SPEC §6), for the console. */
+  /** The upstreams' health and the routes (README.md#admin-api), for the console. */
   upstreams(): UpstreamHealth;
 }
 
-/** Admin API (SPEC §6); registered only when ADMIN_TOKEN is set, so otherwise every path is 404. */
+/** Admin API (README.md#admin-api); registered only when ADMIN_TOKEN is set, so otherwise every path is 404. */
 export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
   door(app, 'admin', { ...opts, ownsNotFound: false });
   // The token is checked before the body is read: no credential, no parsing.
@@ -102,7 +102,7 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
     return reply(await opts.keys.usage(request.params.id, query.value.limit), res);
   });
 
-  // SPEC §6, §14: a token for a key, minted by the operator (the console's playground uses it).
+  // README.md#admin-api, docs/browsers.md: a token for a key, minted by the operator (the console's playground uses it).
   app.post<{ Params: { id: string } }>('/admin/keys/:id/tokens', async (request, res) => {
     const body = parseAdminInput(CreateTokenBody, request.body ?? {});
     if (!body.ok) return sendFailure(res, body.error);
@@ -114,7 +114,7 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
     return minted.ok ? sendSuccess(res, minted.value, 201) : sendFailure(res, minted.error);
   });
 
-  // SPEC §6: usage summed per step, for the console's charts.
+  // README.md#admin-api: usage summed per step, for the console's charts.
   app.get('/admin/usage/series', async (request, res) => {
     const query = parseAdminInput(UsageSeriesQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
@@ -123,7 +123,7 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
 
   app.get('/admin/upstreams', async (_request, res) => sendSuccess(res, opts.upstreams()));
 
-  // SPEC §6: drops cached decisions, all or one key's; with no cache configured there are none.
+  // README.md#admin-api: drops cached decisions, all or one key's; with no cache configured there are none.
   app.delete('/admin/cache', async (request, res) => {
     const query = parseAdminInput(CachePurgeQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);

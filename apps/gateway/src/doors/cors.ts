@@ -3,7 +3,7 @@ import { bearerToken } from '../auth/api-keys.ts';
 import { TOKEN_PREFIX } from '../auth/tokens.ts';
 
 /**
- * CORS for the evaluation doors (SPEC §14), for the origins of CORS_ORIGINS only: a preflight on
+ * CORS for the evaluation doors (docs/browsers.md), for the origins of CORS_ORIGINS only: a preflight on
  * the door's paths, and on responses to token requests from such an origin (errors included) the
  * headers a browser needs to read them. Responses to API-key requests never carry CORS headers,
  * even from a listed origin: that is the rule @fastify/cors cannot express (it decides by origin,

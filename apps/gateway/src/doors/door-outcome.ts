@@ -22,7 +22,7 @@ export interface DoorOutcome {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** performance.now() when the request arrived (SPEC §3: elapsedMs counts from here). */
+    /** performance.now() when the request arrived (docs/http-api.md#the-success-envelope-http-200: elapsedMs counts from here). */
     startedAt: number;
     outcome: DoorOutcome | undefined;
   }

@@ -6,7 +6,7 @@ import { StoreUnavailableError } from '../store/store.ts';
 import type { DoorOutcome } from './door-outcome.ts';
 import { errorBody, retryAfterSeconds } from './envelope.ts';
 
-/** The doors of SPEC §§1, 6, 9, 10, 11: each a plugin that owns its wire format. */
+/** The doors (docs/http-api.md#the-other-doors): each a plugin that owns its wire format. */
 export type DoorName = 'rest' | 'native' | 'trpc' | 'admin' | 'operations' | 'console';
 
 /** How a door writes a failure: its body and the headers that belong to its format. */
@@ -30,7 +30,7 @@ export const DOORS: Record<DoorName, DoorShape> = {
   admin: envelope,
   operations: envelope,
   console: envelope,
-  // SPEC §11: `{"detail": …}`, `retry-after-ms` beside `retry-after`, the SDKs' request id header.
+  // docs/http-api.md#the-other-doors: `{"detail": …}`, `retry-after-ms` beside `retry-after`, the SDKs' request id header.
   native: {
     failure: (f, requestId) => ({
       body: JSON.stringify(nativeError(f)),
@@ -68,7 +68,7 @@ export function sendFailure(reply: FastifyReply, f: GatewayFailure, door: DoorNa
 }
 
 export interface DoorOptions {
-  /** Which methods a path accepts, for 405 and its `Allow` header (SPEC §4). */
+  /** Which methods a path accepts, for 405 and its `Allow` header (docs/http-api.md#errors). */
   methodsFor(url: string): string[];
 }
 
@@ -113,7 +113,7 @@ export function door(app: FastifyInstance, name: DoorName, options: DoorOptions 
   }
 }
 
-/** 404 for an unknown path, 405 with `Allow` for a known path and a wrong method (SPEC §4). */
+/** 404 for an unknown path, 405 with `Allow` for a known path and a wrong method (docs/http-api.md#errors). */
 export function notFound(request: FastifyRequest, reply: FastifyReply, options: DoorOptions): GatewayFailure {
   const allowed = options.methodsFor(request.url);
   const path = request.url.split('?', 1)[0];

@@ -1,12 +1,12 @@
 import type { GatewayFailure } from '@decision-gateway/contract';
 import type { FastifyReply } from 'fastify';
 
-/** The success envelope of SPEC §3, serialised once. */
+/** The success envelope of docs/http-api.md#the-success-envelope-http-200, serialised once. */
 export function successBody(data: unknown, requestId: string): string {
   return JSON.stringify({ code: 0, message: 'ok', data, requestId });
 }
 
-/** The error envelope of SPEC §4: `data` is null; the type, issues and retry hint sit in `error`. */
+/** The error envelope of docs/http-api.md#errors: `data` is null; the type, issues and retry hint sit in `error`. */
 export function errorBody(failure: GatewayFailure, requestId: string): string {
   const error: Record<string, unknown> = { type: failure.type };
   if (failure.issues !== undefined) error.issues = failure.issues;
@@ -19,7 +19,7 @@ export function retryAfterSeconds(retryAfterMs: number): string {
   return String(Math.max(1, Math.ceil(retryAfterMs / 1000)));
 }
 
-/** A success in the envelope of SPEC §3. */
+/** A success in the envelope of docs/http-api.md#the-success-envelope-http-200. */
 export function sendSuccess(reply: FastifyReply, data: unknown, status = 200): FastifyReply {
   reply.request.outcome ??= { code: 0 };
   return reply.code(status).type('application/json; charset=utf-8').send(successBody(data, reply.request.id));

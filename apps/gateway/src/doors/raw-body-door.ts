@@ -19,7 +19,7 @@ export interface EvaluationDoorOptions extends DoorOptions {
   evaluate: Evaluate;
   /** Listing models and minting tokens, as every door does them. */
   callers: CallerActions;
-  /** CORS_ORIGINS (SPEC §14). */
+  /** CORS_ORIGINS (docs/browsers.md). */
   corsOrigins: readonly string[];
 }
 
@@ -38,7 +38,7 @@ interface RawBodyDoorShape {
   body: SuccessBody;
   /** Headers every response of the door carries. */
   headers?(requestId: string): Record<string, string>;
-  /** Serves `POST /v1/tokens` (SPEC §14): the REST door does. */
+  /** Serves `POST /v1/tokens` (docs/browsers.md): the REST door does. */
   mintsTokens?: boolean;
 }
 
@@ -98,7 +98,7 @@ function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers, mintsTokens
   };
 }
 
-/** REST door (SPEC §§1–4): answers in the envelope. */
+/** REST door (docs/http-api.md): answers in the envelope. */
 export const restDoor = rawBodyDoor({
   name: 'rest',
   ownsNotFound: false,
@@ -108,7 +108,7 @@ export const restDoor = rawBodyDoor({
 });
 
 /**
- * The System One-compatible door (SPEC §11), registered under `/native`: the native wire format,
+ * The System One-compatible door (docs/http-api.md#the-other-doors), registered under `/native`: the native wire format,
  * so the official SDKs and every community client work unchanged.
  */
 export const nativeDoor = rawBodyDoor({
@@ -116,7 +116,7 @@ export const nativeDoor = rawBodyDoor({
   ownsNotFound: true,
   evaluated: nativeResult,
   body: (data) => JSON.stringify(data),
-  // The official SDKs read their request id from this header (SPEC §11).
+  // The official SDKs read their request id from this header (docs/http-api.md#the-other-doors).
   headers: (requestId) => ({ 'x-typesafe-request-id': requestId }),
 });
 

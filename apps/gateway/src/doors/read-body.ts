@@ -13,7 +13,7 @@ export function sentContentType(request: FastifyRequest): string | undefined {
 /**
  * In this plugin scope, every body (whatever its media type, or none) reaches the handler unparsed,
  * as bytes or text, read only up to the 32768-byte limit (413 past it, also when chunked). The
- * evaluation core then checks the media type and the JSON in SPEC §4's order, after auth: Fastify
+ * evaluation core then checks the media type and the JSON in the order of docs/http-api.md#errors, after auth: Fastify
  * would refuse a Content-Type that does not parse (415) before any route runs, so the door keeps
  * the header for the core and hides it from Fastify.
  */
@@ -43,13 +43,13 @@ export function rawEvaluationCall(request: FastifyRequest): EvaluationCall {
   };
 }
 
-/** The `x-dg-route` header (SPEC §12), when sent once. */
+/** The `x-dg-route` header (docs/routes.md), when sent once. */
 export function routeHeader(request: FastifyRequest): string | undefined {
   const value = request.headers['x-dg-route'];
   return typeof value === 'string' ? value : undefined;
 }
 
-/** The `Cache-Control` header (SPEC §13), when sent. */
+/** The `Cache-Control` header (docs/routes.md#decision-cache), when sent. */
 export function cacheControlHeader(request: FastifyRequest): string | undefined {
   const value = request.headers['cache-control'];
   return typeof value === 'string' ? value : undefined;

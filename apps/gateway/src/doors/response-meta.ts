@@ -1,7 +1,7 @@
 import type { ResponseMeta } from '../core/evaluation/index.ts';
 
 /**
- * The one place the evaluation's metadata becomes headers, for every door (SPEC §§3, 11, 12):
+ * The one place the evaluation's metadata becomes headers, for every door (docs/http-api.md#the-success-envelope-http-200, docs/http-api.md#the-other-doors, docs/routes.md):
  * `x-request-id` is written for every request on arrival; these follow what the core learnt.
  */
 export function metaHeaders(meta: ResponseMeta): Record<string, string> {

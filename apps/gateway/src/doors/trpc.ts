@@ -39,7 +39,7 @@ export interface TrpcDoorOptions extends DoorOptions {
 }
 
 /**
- * The tRPC door at `/trpc` (SPEC §9), served by tRPC's own Fastify adapter with batching on, so
+ * The tRPC door at `/trpc` (docs/http-api.md#the-other-doors), served by tRPC's own Fastify adapter with batching on, so
  * `httpLink`, `httpBatchLink` and `httpBatchStreamLink` all work. The router (packages/api) only
  * translates; this door implements its context over the evaluation core. In a batch every
  * operation is its own evaluation: its own request id, reservation, rate-limit token and usage.
@@ -55,7 +55,7 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
     const bytes = Buffer.isBuffer(request.body) ? request.body : undefined;
     if (isPlainEvaluate(request)) return evaluateFast(request, reply, opts.evaluate);
     // tRPC reads a string body; an empty body, a byte-order mark or invalid UTF-8 is 40000
-    // (SPEC §4), told to each operation when it reads its input.
+    // (docs/http-api.md#errors), told to each operation when it reads its input.
     const text: Parsed<string> | undefined = request.method === 'POST' ? decodeBodyText(bytes) : undefined;
     request.body = text?.ok ? text.value : undefined;
     // tRPC's JSON handling reads the (lazily parsed) body; the core has the real media type.
@@ -75,7 +75,7 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
     };
 
     const credentials = { authorization: request.headers.authorization, origin: originOf(request) };
-    /** An operation that reads the store: storage trouble is its 503, not a 500 (SPEC §10). */
+    /** An operation that reads the store: storage trouble is its 503, not a 500 (README.md#operating-the-gateway). */
     const storeGuarded = async <T>(
       requestId: string,
       run: () => Promise<OperationResult<T>>,
@@ -144,7 +144,7 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
       maxBatchSize: MAX_BATCH_OPERATIONS,
       responseMeta({ errors }) {
         const headers: Record<string, string> = {};
-        // 429 and 503 carry Retry-After on this door too (SPEC §4).
+        // 429 and 503 carry Retry-After on this door too (docs/http-api.md#errors).
         for (const error of errors) {
           const retryAfterMs = failureOfTrpcError(error).retryAfterMs;
           if (retryAfterMs !== undefined) headers['retry-after'] = retryAfterSeconds(retryAfterMs);

@@ -27,9 +27,9 @@ const IDLE_GRACE_MS = 1_000;
 const QUIET_MS = 250;
 
 export interface ConnectionOptions {
-  /** SPEC §10: headers and body must have arrived within this (408 otherwise). */
+  /** README.md#operating-the-gateway: headers and body must have arrived within this (408 otherwise). */
   requestTimeoutMs: number;
-  /** SPEC §10: the longest a drain waits before closing every connection. */
+  /** README.md#operating-the-gateway: the longest a drain waits before closing every connection. */
   shutdownTimeoutMs: number;
   logger: Logger;
   /** Told of every answer written below the router (408, 431), for metrics. */
@@ -41,7 +41,7 @@ export interface ConnectionOptions {
 /**
  * What the gateway does at the level of connections, below Fastify's router: timeouts, requests
  * that are not even HTTP, and the drain. Node's own answers (its 408, its 431, its reset of idle
- * keep-alive sockets at close) become the gateway's: the envelope of SPEC §4 with a request id,
+ * keep-alive sockets at close) become the gateway's: the envelope of docs/http-api.md#errors with a request id,
  * and a drain that answers every request fully sent on an open connection.
  */
 export function createConnections(options: ConnectionOptions) {
@@ -104,12 +104,12 @@ export function createConnections(options: ConnectionOptions) {
             undefined,
           );
         default:
-          // Bytes that are not an HTTP request at all: there is no one to answer (SPEC §4).
+          // Bytes that are not an HTTP request at all: there is no one to answer (docs/http-api.md#errors).
           socket.destroy();
       }
     },
 
-    /** Node's own timers for SPEC §10's REQUEST_TIMEOUT_MS, checked often enough to be punctual. */
+    /** Node's own timers for the REQUEST_TIMEOUT_MS of README.md#operating-the-gateway, checked often enough to be punctual. */
     serverOptions() {
       const timeout = options.requestTimeoutMs;
       return {

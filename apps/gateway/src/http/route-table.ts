@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 
 /**
  * Which methods each registered path accepts, learned from Fastify's own route registrations, so a
- * known path with the wrong method gets 405 with an `Allow` header (SPEC §4) and nothing is listed twice.
+ * known path with the wrong method gets 405 with an `Allow` header (docs/http-api.md#errors) and nothing is listed twice.
  */
 export function createRouteTable(app: FastifyInstance) {
   const routes: { pattern: RegExp; url: string; methods: Set<string> }[] = [];

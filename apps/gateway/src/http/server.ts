@@ -60,7 +60,7 @@ export function buildServer(services: GatewayServices): Gateway {
   const routes = createRouteTable(app);
 
   // Outside the doors that read bodies (which set their own parsers), a body is never read: an
-  // unknown path or a wrong method is answered 404/405 first, whatever it carries (SPEC §4).
+  // unknown path or a wrong method is answered 404/405 first, whatever it carries (docs/http-api.md#errors).
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
 

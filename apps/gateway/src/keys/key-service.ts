@@ -22,7 +22,7 @@ export type KeyResult<T> = { ok: true; value: T } | { ok: false; error: GatewayF
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** The key object of SPEC §6: what the admin API and the CLI show. Never the hash. */
+/** The key object of README.md#admin-api: what the admin API and the CLI show. Never the hash. */
 export function keyObject(key: KeyRecord): KeyObject {
   return {
     id: key.id,
@@ -63,7 +63,7 @@ const notFound = (id: string) => failure('not_found', `no key with id "${id}"`);
 export function createKeyService(
   store: Store,
   clock: () => number = Date.now,
-  /** The routes of the configuration: a key's route must be one of them (SPEC §6). */
+  /** The routes of the configuration: a key's route must be one of them (README.md#admin-api). */
   routeNames: readonly string[] = ['default'],
 ) {
   return {
@@ -139,7 +139,7 @@ export function createKeyService(
       return key ? { ok: true, value: keyObject(key) } : { ok: false, error: notFound(id) };
     },
 
-    /** Usage summed per step (SPEC §6): one store query, every step filled. */
+    /** Usage summed per step (README.md#admin-api): one store query, every step filled. */
     async series(query: UsageSeriesQuery): Promise<KeyResult<UsageSeries>> {
       const from = Date.parse(query.from);
       const to = query.to === undefined ? clock() : Date.parse(query.to);

@@ -8,7 +8,7 @@ import {
 import { fromMicro } from '../core/credits.ts';
 import type { SeriesBucket } from '../store/store.ts';
 
-/** The most points one series may have (SPEC §6). */
+/** The most points one series may have (README.md#admin-api). */
 export const MAX_SERIES_POINTS = 1000;
 
 /** How many steps from `from` (inclusive) to `to` (exclusive): a started step counts. */
@@ -26,7 +26,7 @@ export function seriesTooLong(from: number, to: number, step: SeriesStep): Gatew
 
 /**
  * The store's buckets (only steps that have records) as the full series: one point per step,
- * oldest first, empty steps as zeros with no latency (SPEC §6).
+ * oldest first, empty steps as zeros with no latency (README.md#admin-api).
  */
 export function fillSeries(
   buckets: readonly SeriesBucket[],

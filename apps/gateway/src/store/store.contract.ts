@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { type NewKey, type NewToken, type Store, StoreUnavailableError, type UsageEntry } from './store.ts';
 
 /**
- * The one contract every Store implementation passes (SQLite and PostgreSQL), including SPEC §7's
+ * The one contract every Store implementation passes (SQLite and PostgreSQL), including docs/http-api.md#credits's
  * invariants under concurrency across two connections to one database, as two instances have.
  */
 export interface StoreFixture {

@@ -1,6 +1,6 @@
 /**
  * Persistence for keys, credits and usage, implemented on SQLite (one file, embedded) and on
- * PostgreSQL (any number of instances). Every method is one atomic step, so SPEC §7's invariants
+ * PostgreSQL (any number of instances). Every method is one atomic step, so docs/http-api.md#credits's invariants
  * hold under any concurrency and across instances; `store.contract.ts` is the one test suite both
  * implementations pass. Amounts are integer micro-credits; times are epoch milliseconds.
  */
@@ -12,7 +12,7 @@ export interface KeyRecord {
   /** Current balance; null = unlimited. */
   creditsMicro: number | null;
   rateLimitPerMinute: number | null;
-  /** The route its requests take without an `x-dg-route` header; null = `default` (SPEC §12). */
+  /** The route its requests take without an `x-dg-route` header; null = `default` (docs/routes.md). */
   route: string | null;
   createdAt: number;
   expiresAt: number | null;
@@ -20,7 +20,7 @@ export interface KeyRecord {
   lastUsedAt: number | null;
 }
 
-/** What authenticating a request reads of a key (SPEC §5): no balance, which changes every request. */
+/** What authenticating a request reads of a key (docs/http-api.md#keys): no balance, which changes every request. */
 export type KeyAuth = Pick<
   KeyRecord,
   'id' | 'prefix' | 'rateLimitPerMinute' | 'route' | 'expiresAt' | 'revokedAt'
@@ -49,17 +49,17 @@ export interface UsageEntry {
   status: number;
   elapsedMs: number;
   at: number;
-  /** The route taken and the upstream(s) that answered (SPEC §12); null where none did. */
+  /** The route taken and the upstream(s) that answered (docs/routes.md); null where none did. */
   route: string | null;
   upstream: string | null;
-  /** Answered from the decision cache (SPEC §13). */
+  /** Answered from the decision cache (docs/routes.md#decision-cache). */
   cached: boolean;
-  /** The browser token the request came with (SPEC §14), and its end user. */
+  /** The browser token the request came with (docs/browsers.md), and its end user. */
   tokenId: string | null;
   subject: string | null;
 }
 
-/** A short-lived browser token (SPEC §14): only its hash is stored. */
+/** A short-lived browser token (docs/browsers.md): only its hash is stored. */
 export interface NewToken {
   id: string;
   keyId: string;
@@ -90,7 +90,7 @@ export interface UsageTotals {
 
 /**
  * Why a reservation refused a key that authentication had let through: the key (or the token) was
- * revoked or expired since it was read (SPEC §5). Reserve re-checks it under the key's row lock,
+ * revoked or expired since it was read (docs/http-api.md#keys). Reserve re-checks it under the key's row lock,
  * so a key read from a cache is confirmed at the one step every paid request takes.
  */
 export type KeyRefusal = 'revoked' | 'expired' | 'token_expired' | 'unknown';
@@ -116,12 +116,12 @@ export type AdjustResult =
   | { ok: true; key: KeyRecord }
   | { ok: false; code: 'not_found' | 'unlimited' | 'would_go_negative' | 'over_ceiling' };
 
-/** The most a balance may hold (SPEC §6): 1,000,000,000 credits, far below 2^53 micro-credits. */
+/** The most a balance may hold (README.md#admin-api): 1,000,000,000 credits, far below 2^53 micro-credits. */
 export const CREDIT_CEILING_MICRO = 1_000_000_000 * 1_000_000;
 
 /**
  * The store could not be reached, or did not answer within its deadline (`STORE_TIMEOUT_MS`,
- * SPEC §10). Every store throws this, and only this, for storage trouble: the caller answers 503
+ * README.md#operating-the-gateway). Every store throws this, and only this, for storage trouble: the caller answers 503
  * with Retry-After. Anything else a store throws is a bug, answered 500 and logged.
  */
 export class StoreUnavailableError extends Error {
@@ -135,10 +135,10 @@ export interface Store {
   /** The key with this hash, as it stands now: a revocation anywhere is seen at once. */
   findKeyByHash(hash: string): Promise<KeyAuth | undefined>;
   createToken(token: NewToken): Promise<void>;
-  /** The token with this hash and its key, as they stand now (SPEC §14). */
+  /** The token with this hash and its key, as they stand now (docs/browsers.md). */
   findTokenByHash(hash: string): Promise<TokenAuth | undefined>;
   getKey(id: string): Promise<KeyRecord | undefined>;
-  /** Keys newest first, `limit` at a time, starting after `after` (SPEC §6). */
+  /** Keys newest first, `limit` at a time, starting after `after` (README.md#admin-api). */
   listKeys(limit: number, after?: KeyCursor): Promise<KeyPage>;
   countKeys(): Promise<number>;
   /** Add (or, negative, remove) credits; never below 0 nor above the ceiling, never on an unlimited key. */
@@ -150,7 +150,7 @@ export interface Store {
    * revoked nor expired at `at` (nor the token expired), and the balance minus the key's
    * in-flight reservations covers it. Idempotent per request: asked again, it returns the same hold. Reservations created before `staleBefore` (left by a crashed
    * process) no longer count. Unlimited keys need none (`reservationId` null). With a token, the
-   * token's own cap must cover it too: its cap minus what it spent and what it holds (SPEC §14).
+   * token's own cap must cover it too: its cap minus what it spent and what it holds (docs/browsers.md).
    */
   reserve(
     keyId: string,
@@ -162,10 +162,10 @@ export interface Store {
   ): Promise<ReserveResult>;
   /**
    * Debit the actual cost, capped at what the key can still cover beside its other live
-   * reservations (those created before `staleBefore` count nowhere, SPEC §7) and, for a token with
+   * reservations (those created before `staleBefore` count nowhere, docs/http-api.md#credits) and, for a token with
    * a cap, at what the token can still spend beside its other reservations, release the
    * reservation and write the usage entry, in one step. The debit never exceeds the reservation
-   * (SPEC §7). Returns the micro-credits debited. `entry.requestId` names the request the
+   * (docs/http-api.md#credits). Returns the micro-credits debited. `entry.requestId` names the request the
    * reservation was made for; settling it again returns the first debit and writes nothing.
    */
   settle(reservationId: string | null, entry: UsageEntry, staleBefore: number): Promise<number>;
@@ -173,7 +173,7 @@ export interface Store {
    * Release the reservation and write the usage entry of a failed request (0 credits). Without a
    * reservation id, whatever the request holds is released. Idempotent per request, like settle;
    * should the request have been settled after all (a settle whose answer was lost), its debit is
-   * undone, since its caller was answered a failure (SPEC §4: a failed request is never charged).
+   * undone, since its caller was answered a failure (docs/http-api.md#errors: a failed request is never charged).
    */
   release(reservationId: string | null, entry: UsageEntry): Promise<void>;
 
@@ -185,7 +185,7 @@ export interface Store {
   usageSeries(query: { keyId?: string; from: number; to: number; stepMs: number }): Promise<SeriesBucket[]>;
   /** Credits granted to a key minus its debits (what its balance must equal), for audits and tests. */
   ledgerBalance(keyId: string): Promise<number>;
-  /** Resolves when the store can be reached and written (readiness, SPEC §10); rejects saying why. */
+  /** Resolves when the store can be reached and written (readiness, README.md#operating-the-gateway); rejects saying why. */
   checkWritable(): Promise<void>;
   close(): Promise<void>;
 }

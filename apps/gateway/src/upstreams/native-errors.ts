@@ -1,5 +1,5 @@
 /**
- * The reason in a native error body `{"detail": …}` (SPEC §8): a string, `{error_type, message}`,
+ * The reason in a native error body `{"detail": …}` (docs/upstreams.md): a string, `{error_type, message}`,
  * `{error_type}` alone (e.g. `max_tokens_exceeded`), or a list of validation errors. Other shapes
  * (`{error: {message}}`, `{message}`) are read too; undefined when nothing readable is there.
  */

@@ -1,4 +1,4 @@
-/** Statuses worth another attempt (SPEC §8): timeouts, rate limits, server errors and overload. */
+/** Statuses worth another attempt (docs/upstreams.md): timeouts, rate limits, server errors and overload. */
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status === 529 || status >= 500;
 }

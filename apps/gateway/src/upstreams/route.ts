@@ -37,7 +37,7 @@ export interface RouteSpec {
   escalate?: Escalation;
   /** The whole request, fallbacks and escalation included, ends by then. */
   deadlineMs: number;
-  /** How long a decision on this route is kept (SPEC §13); 0 = no cache. */
+  /** How long a decision on this route is kept (docs/routes.md#decision-cache); 0 = no cache. */
   cacheTtlSeconds: number;
 }
 
@@ -51,10 +51,10 @@ export interface RouteEvents {
 export type RouteOutcome =
   | {
       ok: true;
-      /** Checked answers, keyed by the question IDs asked (SPEC §8). */
+      /** Checked answers, keyed by the question IDs asked (docs/upstreams.md). */
       answers: Record<string, Answer>;
       usage: Usage;
-      /** `name`, or `first+escalated` when some answers came from the escalation (SPEC §12). */
+      /** `name`, or `first+escalated` when some answers came from the escalation (docs/routes.md). */
       upstream: string;
       upstreamRequestId?: string;
       labelMass?: number;
@@ -63,7 +63,7 @@ export type RouteOutcome =
 
 export interface Route {
   readonly spec: RouteSpec;
-  /** The reservation: the largest bound of its upstreams, plus the escalation target's (SPEC §12). */
+  /** The reservation: the largest bound of its upstreams, plus the escalation target's (docs/routes.md). */
   usageBound(request: EvaluationRequest, bodyBytes: number): Usage;
   answer(call: UpstreamCall): Promise<RouteOutcome>;
 }
@@ -90,8 +90,8 @@ const addUsage = (a: Usage, b: Usage): Usage => ({
 });
 
 /**
- * A route (SPEC §12): its upstreams tried one after another until one gives an answer that passes
- * SPEC §8's checks, then the unsure questions asked again of the escalation target. Each upstream
+ * A route (docs/routes.md): its upstreams tried one after another until one gives an answer that passes
+ * the checks of docs/upstreams.md, then the unsure questions asked again of the escalation target. Each upstream
  * keeps its own retries inside its own timeout; the route's deadline bounds everything, so retries
  * never multiply across a fallback chain.
  */

@@ -8,7 +8,7 @@ import { createRoute, type Route, type RouteEvents, type RouteMember } from './r
 /** Calls and failures per upstream since the instance started (`GET /admin/upstreams`). */
 export type UpstreamStats = Map<string, { calls: number; failures: number }>;
 
-/** Route events as the metrics of SPEC §12 (calls, fallbacks and escalations, by name) and stats. */
+/** Route events as the metrics of docs/routes.md (calls, fallbacks and escalations, by name) and stats. */
 export function routeEvents(metrics: GatewayMetrics | undefined, stats?: UpstreamStats): RouteEvents {
   return {
     called(upstream, outcome, seconds) {

@@ -46,7 +46,7 @@ type Ending =
   | { kind: 'malformed'; status: number; reason: string };
 
 /**
- * JSON over a keep-alive pool (undici) with the retry policy of SPEC §8: connection errors, 408,
+ * JSON over a keep-alive pool (undici) with the retry policy of docs/upstreams.md: connection errors, 408,
  * 429, 5xx and 529 are retried with exponential backoff and jitter, honouring `retry-after-ms` /
  * `Retry-After`; one deadline covers every attempt and a wait that would pass it is not started.
  * The circuit breaker sits a level up, around whole requests (`withCircuitBreaker`).
@@ -153,7 +153,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
       }
       if (n === options.maxRetries) break;
       const delay = wait ?? backoffMs(n, backoff);
-      if (Date.now() + delay >= call.deadlineAt) break; // SPEC §8: never start a wait past the deadline
+      if (Date.now() + delay >= call.deadlineAt) break; // docs/upstreams.md: never start a wait past the deadline
       options.onRetry?.();
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
@@ -186,7 +186,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
   };
 }
 
-/** SPEC §§4, 8: how each ending reaches the caller. */
+/** docs/http-api.md#errors, docs/upstreams.md: how each ending reaches the caller. */
 function toResult(ending: Ending): HttpResult {
   // Only failures that say the upstream is unwell count against it; refusals prove it answers.
   const unwell = ending.kind === 'exhausted' || ending.kind === 'deadline';

@@ -31,7 +31,7 @@ export async function authenticateCaller(
 
 /**
  * A payer read from authentication's cache, read again from the store before an answer that the
- * reservation did not confirm (docs/keys.md). Its refusal if it was revoked or has expired since:
+ * reservation did not confirm (docs/http-api.md#keys). Its refusal if it was revoked or has expired since:
  * then the request acts for no one, and nothing is recorded for it.
  */
 export async function confirmPayer(

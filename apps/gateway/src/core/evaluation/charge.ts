@@ -9,7 +9,7 @@ import type { StageDeps } from './deps.ts';
 
 /**
  * Stage 6, every request the cache did not answer: reserve the worst case, ask the route, cap the
- * cost at the reservation, settle (docs/credits.md). On success `ctx.answered` holds the checked
+ * cost at the reservation, settle (docs/http-api.md#credits). On success `ctx.answered` holds the checked
  * answers and the debit. Storage trouble is thrown, for the pipeline's one answer to it.
  */
 export async function charge(ctx: EvaluationContext, deps: StageDeps): Promise<GatewayFailure | undefined> {
@@ -46,7 +46,7 @@ export async function charge(ctx: EvaluationContext, deps: StageDeps): Promise<G
       return failure('unavailable', 'the gateway shut down before the answer');
     return await settle(ctx, outcome, deps);
   } catch (error) {
-    // The store cannot be reached: its hold goes stale by itself (docs/credits.md).
+    // The store cannot be reached: its hold goes stale by itself (docs/http-api.md#credits).
     if (error instanceof StoreUnavailableError) throw error;
     deps.logger.error({ err: error, requestId: ctx.call.requestId }, 'evaluation failed unexpectedly');
     return failure('internal_error', 'internal error');

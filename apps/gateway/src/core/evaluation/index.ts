@@ -58,7 +58,7 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
       // Awaited, not returned: an async function returning a promise pays two more microtasks.
       return ctx.cache === undefined ? await charged(ctx) : await cached(ctx, ctx.cache);
     } catch (error) {
-      // Storage trouble is never a 500 (docs/operations.md#storage-trouble): try again shortly.
+      // Storage trouble is never a 500 (README.md#timeouts-and-what-sigterm-guarantees): try again shortly.
       const unavailable = storeTroubleFailure(error);
       if (!unavailable) throw error;
       deps.logger.warn({ err: error, requestId: call.requestId }, 'the store is unavailable');

@@ -12,7 +12,7 @@ const RECONCILE = { firstWaitMs: 250, maxWaitMs: 5_000, giveUpAfterMs: 15 * 60_0
  * A reservation lives from its own store call through the route's upstream calls to the settle,
  * each store call bounded by the store's deadline: never longer than the longest route deadline
  * plus two store deadlines. One older than that (and a second of slack) was left by a crashed
- * process: from then on it counts nowhere (docs/credits.md). A store that stalls cannot make a
+ * process: from then on it counts nowhere (docs/http-api.md#credits). A store that stalls cannot make a
  * live reservation look stale, since the calls around it end by their deadlines.
  */
 export const staleAfterMs = (longestDeadlineMs: number, storeTimeoutMs: number) =>
@@ -29,7 +29,7 @@ export interface LedgerDeps {
 /**
  * The only code that writes credits and usage records: a reservation, a settlement, the record of
  * a failure (its hold released, 0 credits) and of a cache hit. So "a failed request is never
- * charged; every authenticated request leaves one usage record" (docs/credits.md) holds here,
+ * charged; every authenticated request leaves one usage record" (docs/http-api.md#credits) holds here,
  * whatever stage a request ended at.
  */
 export function createLedger({ store, clock, logger, staleAfterMs }: LedgerDeps) {

@@ -4,7 +4,7 @@ import type { StageDeps } from './deps.ts';
 
 /**
  * Stage 2: a token from the key's bucket for every request, and from a browser token's own bucket
- * on top of it (docs/keys.md#rate-limits). 429 when either is empty.
+ * on top of it (README.md#configuration). 429 when either is empty.
  */
 export async function rateLimit(
   ctx: EvaluationContext,

@@ -7,7 +7,7 @@ import type { StageDeps } from './deps.ts';
 /**
  * Stage 4: the route (40004 if it is not one), then the rule broken that reading the request kept
  * (40001), then the route's decision cache, if it keeps decisions. A token's route always wins;
- * else the `x-dg-route` header, the key's route, `default` (docs/routes.md#which-route).
+ * else the `x-dg-route` header, the key's route, `default` (docs/routes.md).
  */
 export function resolveRoute(
   ctx: EvaluationContext,

@@ -179,7 +179,10 @@ describe('stage: resolve the route', () => {
   }
 
   it('a token’s route, else the header, else the key’s, else default', () => {
-    const pick = (ctx: ReturnType<typeof contextFor>) => (resolveRoute(ctx, { routes }), ctx.meta.route);
+    const pick = (ctx: ReturnType<typeof contextFor>) => {
+      expect(resolveRoute(ctx, { routes })).toBeUndefined();
+      return ctx.meta.route;
+    };
     expect(pick(contextFor())).toBe('default');
     expect(pick(contextFor(callOf(), 'cheap'))).toBe('cheap');
     expect(pick(contextFor(callOf(undefined, { route: 'default' }), 'cheap'))).toBe('default');

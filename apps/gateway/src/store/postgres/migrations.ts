@@ -109,7 +109,7 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
         END IF;
         IF v_credits IS NOT NULL THEN
           -- Never more than the key can still cover beside other live reservations; stale ones
-          -- count nowhere (SPEC §7).
+          -- count nowhere (docs/http-api.md#credits).
           SELECT COALESCE(SUM(r.amount_micro), 0) INTO v_held FROM reservations r
           WHERE r.key_id = p_key AND r.created_at >= p_stale_before;
           v_debit := LEAST(p_cost, GREATEST(0, v_credits - v_held));
@@ -381,7 +381,7 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
             RETURN v_recorded;
           END IF;
         ELSE
-          -- Never more than was reserved (SPEC §7).
+          -- Never more than was reserved (docs/http-api.md#credits).
           v_debit := LEAST(v_debit, v_reserved);
         END IF;
         IF p_token IS NOT NULL THEN

@@ -47,7 +47,7 @@ export async function migratePostgres(sql: Sql): Promise<number[]> {
 export interface PostgresStoreOptions {
   /** Connections in the pool (DATABASE_POOL_SIZE). */
   poolSize: number;
-  /** STORE_TIMEOUT_MS: the deadline of every call, queueing and connecting included (SPEC §10). */
+  /** STORE_TIMEOUT_MS: the deadline of every call, queueing and connecting included (README.md#operating-the-gateway). */
   timeoutMs?: number;
 }
 

@@ -32,7 +32,7 @@ const KEY_CACHE_LIMIT = 10_000;
 /** SQLite's result codes for a file it cannot lock, read or write now: storage trouble, not a bug. */
 const TROUBLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|PROTOCOL|NOTADB|CORRUPT)/;
 
-/** Storage trouble becomes the store's own error (503, SPEC §10); anything else stays as it is. */
+/** Storage trouble becomes the store's own error (503, README.md#operating-the-gateway); anything else stays as it is. */
 function storageTrouble(error: unknown): unknown {
   const code = (error as { code?: unknown }).code;
   const file = error instanceof Error && /^the database file /.test(error.message);
@@ -287,7 +287,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
    * Keys read for authentication, by hash, valid while no other connection has written to the
    * database: PRAGMA data_version (a cheap check on every lookup) says when one has, and this
    * connection's own key changes clear it directly. A revocation or a new expiry anywhere is seen
-   * on the next request, as SPEC §5 requires; only the statement that reads the key is saved.
+   * on the next request, as docs/http-api.md#keys requires; only the statement that reads the key is saved.
    */
   const keyCache = new Map<string, KeyAuth>();
   let cachedVersion = sql.dataVersion.get();
@@ -334,7 +334,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       lastSweep = at;
     }
     const row = sql.balance.get({ keyId, since: staleBefore });
-    // The key as it stands now: authentication may have read it from a cache (SPEC §5).
+    // The key as it stands now: authentication may have read it from a cache (docs/http-api.md#keys).
     if (!row) return { ok: false, code: 'key_refused', reason: 'unknown' };
     if (row.revokedAt !== null) return { ok: false, code: 'key_refused', reason: 'revoked' };
     if (row.expiresAt !== null && row.expiresAt <= at)
@@ -384,7 +384,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     let debit = entry.creditsMicro;
     const held =
       reservationId === null ? undefined : sql.deleteReservation.get(Number(reservationId), entry.requestId);
-    // Never more than was reserved (SPEC §7).
+    // Never more than was reserved (docs/http-api.md#credits).
     if (held) debit = Math.min(debit, held.amount);
     else {
       // No hold (an unlimited key, a retried call, a hold swept as stale): settled already, the
@@ -393,9 +393,9 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       if (recorded) return recorded.debit;
     }
     // Live reservations of other requests count against the cap; stale ones (left by a crashed
-    // process) count nowhere, even before the sweep removes them (SPEC §7).
+    // process) count nowhere, even before the sweep removes them (docs/http-api.md#credits).
     const row = sql.balance.get({ keyId: entry.keyId, since: staleBefore });
-    // A capped token never spends past its cap, beside its other live reservations (SPEC §14).
+    // A capped token never spends past its cap, beside its other live reservations (docs/browsers.md).
     const tokenLeft = tokenAvailable(entry.tokenId, staleBefore);
     if (tokenLeft !== undefined) debit = Math.min(debit, Math.max(0, tokenLeft));
     if (row && row.credits !== null) {

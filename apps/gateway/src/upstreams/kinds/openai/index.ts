@@ -6,7 +6,7 @@ import { createOpenAiUpstream } from './openai-upstream.ts';
 /** How many alternatives to ask for by default; OpenAI allows up to 20, vLLM its max_logprobs. */
 export const DEFAULT_TOP_LOGPROBS = 20;
 
-/** Any OpenAI-compatible chat-completions server that returns logprobs (docs/upstreams.md#openai). */
+/** Any OpenAI-compatible chat-completions server that returns logprobs (docs/upstreams.md). */
 export const openai = defineKind({
   schema: z.strictObject({
     kind: z.literal('openai'),

@@ -1,7 +1,7 @@
 import { groupsOf } from '@decision-gateway/questions';
 
 /**
- * A question's label distribution from a model server's next-token `top_logprobs` (SPEC §8), when
+ * A question's label distribution from a model server's next-token `top_logprobs` (docs/upstreams.md), when
  * the list is short (OpenAI and vLLM cap it at 20), spends slots on spelling variants (" A", "A",
  * "a") and on tokens that are no label at all, and puts well under half its mass on labels.
  *

@@ -54,7 +54,7 @@ export function maxCalls(question: Question, groupSize: number): number {
 }
 
 /**
- * Any OpenAI-compatible chat-completions server that returns logprobs (SPEC §8). Each completion
+ * Any OpenAI-compatible chat-completions server that returns logprobs (docs/upstreams.md). Each completion
  * is one token at temperature 0 with `top_logprobs`; `label-distribution.ts` decides which options
  * each completion offers and reads the distribution off the label tokens. Completions go out in
  * parallel wherever they do not wait on each other; usage is summed over all of them.

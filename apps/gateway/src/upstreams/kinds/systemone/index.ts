@@ -5,7 +5,7 @@ import { createSystemOneUpstream } from './systemone-upstream.ts';
 
 export const SYSTEMONE_DEFAULTS = { baseUrl: 'https://api.typesafe.ai', model: 'jev-1.13.0' } as const;
 
-/** Any service speaking the native System One protocol (docs/upstreams.md#systemone). */
+/** Any service speaking the native System One protocol (docs/upstreams.md). */
 export const systemone = defineKind({
   schema: z.strictObject({
     kind: z.literal('systemone'),

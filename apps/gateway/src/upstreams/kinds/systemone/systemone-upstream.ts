@@ -2,9 +2,9 @@ import { failure, isPlainObject, type Usage } from '@decision-gateway/contract';
 import type { Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
 import type { UpstreamHttp } from '../../upstream-http.ts';
 
-/** Reservation bound for upstreams that count their own tokens (SPEC §7). */
+/** Reservation bound for upstreams that count their own tokens (docs/http-api.md#credits). */
 export function byteBound(questions: number, bodyBytes: number): Usage {
-  // Input: the body's bytes plus 256 tokens per question (SPEC §7); output: 256 per question, so
+  // Input: the body's bytes plus 256 tokens per question (docs/http-api.md#credits); output: 256 per question, so
   // the bound still holds if output tokens are priced.
   return { input_tokens: bodyBytes + 256 * questions, output_tokens: 256 * questions };
 }
@@ -13,7 +13,7 @@ export function byteBound(questions: number, bodyBytes: number): Usage {
  * A service speaking the native System One protocol: the gateway's own request with the model
  * mapped to `UPSTREAM_MODEL`, sent to `{base}/v1/systemone`. Native answers and usage pass
  * through (the gateway checks them). The answer is read from the native body, or from this
- * gateway's own envelope so that one gateway can front another (SPEC §8).
+ * gateway's own envelope so that one gateway can front another (docs/upstreams.md).
  */
 export function createSystemOneUpstream(http: UpstreamHttp, name: string, upstreamModel: string): Upstream {
   return {
