@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -7,6 +7,7 @@ import { createLexicalUpstream, type Upstream, type UpstreamOutcome } from '@dec
 import type { Logger } from 'pino';
 import { composeGateway } from '../src/app.ts';
 import type { CacheScope, DecisionCache } from '../src/cache/decision-cache.ts';
+import { loadConfig } from '../src/config.ts';
 import { pricingFromCredits } from '../src/core/credits.ts';
 import type { Gateway } from '../src/http/server.ts';
 import { createKeyService, type KeyService } from '../src/keys/key-service.ts';
@@ -14,8 +15,9 @@ import { createLogger } from '../src/logger.ts';
 import { createMetrics, type GatewayMetrics } from '../src/metrics.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../src/store/store.ts';
+import { createUpstreamRegistry } from '../src/upstreams/registry.ts';
 import type { Route } from '../src/upstreams/route.ts';
-import type { UpstreamStats } from '../src/upstreams/routes.ts';
+import { buildRoutes, type UpstreamStats } from '../src/upstreams/routes.ts';
 import { singleRoute } from './support/single-route.ts';
 
 export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';
@@ -201,3 +203,17 @@ export function scriptedUpstream(
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Routes from a configuration file's text (YAML or JSON), as `GATEWAY_CONFIG` would load them. */
+export function configuredRoutes(
+  text: string,
+  env: Record<string, string> = {},
+): (logger: Logger, metrics: GatewayMetrics) => ReadonlyMap<string, Route> {
+  const path = join(mkdtempSync(join(tmpdir(), 'dg-config-')), 'gateway.yaml');
+  writeFileSync(path, text);
+  const loaded = loadConfig({ ...env, GATEWAY_CONFIG: path });
+  if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
+  const { gateway } = loaded.config;
+  return (logger, metrics) =>
+    buildRoutes(gateway, createUpstreamRegistry(gateway.upstreams, logger, { metrics }), { logger, metrics });
+}

@@ -5,6 +5,7 @@ export * from './errors.ts';
 export * from './limits.ts';
 export * from './models.ts';
 export * from './native.ts';
+export * from './openai-decisions.ts';
 export * from './openapi.ts';
 export * from './own-key-record.ts';
 export * from './parse-request.ts';

@@ -18,6 +18,12 @@ import { ERROR_TABLE, ERROR_TYPES } from './errors.ts';
 import { LIMITS, MODEL_ID } from './limits.ts';
 import { ModelList } from './models.ts';
 import { NativeError, NativeResult } from './native.ts';
+import {
+  OpenAiDecisionRequest,
+  OpenAiDecisionResponse,
+  OpenAiErrorBody,
+  OpenAiModelList,
+} from './openai-decisions.ts';
 import { recordShapeOf } from './own-key-record.ts';
 import { EvaluationRequest } from './request.ts';
 
@@ -47,7 +53,18 @@ const envelopes = {
 };
 for (const [id, schema] of Object.entries(envelopes)) z.globalRegistry.add(schema, { id });
 // Referenced by id below; importing them keeps them registered.
-void [EvaluationRequest, ErrorEnvelope, CreateKeyBody, AdjustCreditsBody, NativeResult, NativeError];
+void [
+  EvaluationRequest,
+  ErrorEnvelope,
+  CreateKeyBody,
+  AdjustCreditsBody,
+  NativeResult,
+  NativeError,
+  OpenAiDecisionRequest,
+  OpenAiDecisionResponse,
+  OpenAiErrorBody,
+  OpenAiModelList,
+];
 
 /** Own-key records are custom schemas for validation; document them as the records they are. */
 function override(ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown> }) {
@@ -110,7 +127,11 @@ const nativeRetryHeaders = {
 };
 
 /** One response per HTTP status among `types`, describing each gateway code it can carry. */
-function errorResponses(types: readonly (keyof typeof ERROR_TABLE)[], native = false) {
+function errorResponses(
+  types: readonly (keyof typeof ERROR_TABLE)[],
+  door: 'envelope' | 'native' | 'openai' = 'envelope',
+) {
+  const native = door !== 'envelope';
   const byStatus = new Map<number, string[]>();
   for (const type of types) {
     const { code, status } = ERROR_TABLE[type];
@@ -125,7 +146,9 @@ function errorResponses(types: readonly (keyof typeof ERROR_TABLE)[], native = f
           ...(native ? nativeHeaders : requestIdHeader),
           ...(status === 429 || status === 503 ? (native ? nativeRetryHeaders : retryAfterHeader) : {}),
         },
-        content: json(native ? 'NativeError' : 'ErrorEnvelope'),
+        content: json(
+          door === 'native' ? 'NativeError' : door === 'openai' ? 'OpenAiError' : 'ErrorEnvelope',
+        ),
       },
     ]),
   );
@@ -244,6 +267,11 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
         description:
           'The same evaluation in the native System One wire format, for the official SDKs: point them at {gateway}/native.',
       },
+      {
+        name: 'OpenAI-compatible',
+        description:
+          "OpenAI's Decisions API, for the official openai SDKs: point them at {gateway}/openai/v1.",
+      },
       { name: 'Admin', description: 'Keys and credits; only when ADMIN_TOKEN is set.' },
       { name: 'Operations', description: 'Health and readiness. Also served: /metrics (Prometheus).' },
     ],
@@ -322,7 +350,7 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
               },
               content: json('NativeResult'),
             },
-            ...errorResponses(EVALUATE_ERRORS, true),
+            ...errorResponses(EVALUATE_ERRORS, 'native'),
           },
         },
       },
@@ -334,7 +362,43 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
           security: [{ apiKey: [] }],
           responses: {
             '200': { description: 'Success', headers: nativeHeaders, content: json('ModelList') },
-            ...errorResponses(AUTH_ERRORS, true),
+            ...errorResponses(AUTH_ERRORS, 'native'),
+          },
+        },
+      },
+      '/openai/v1/decisions': {
+        post: {
+          operationId: 'createDecision',
+          tags: ['OpenAI-compatible'],
+          summary: "Evaluate questions in OpenAI's Decisions shape (1–400 questions, bodies up to 1 MiB)",
+          description:
+            "For the official `openai` SDKs: point them at {gateway}/openai/v1. Errors carry OpenAI's body with the gateway's code beside it.",
+          security: [{ apiKey: [] }],
+          parameters: evaluationParameters,
+          requestBody: { required: true, content: json('OpenAiDecisionRequest') },
+          responses: {
+            '200': {
+              description: "Answers in the questions' order; the credits debited are in x-credits-used",
+              headers: {
+                ...requestIdHeader,
+                ...evaluationHeaders,
+                'x-credits-used': { description: 'Credits debited, in decimal.', schema: { type: 'string' } },
+              },
+              content: json('OpenAiDecision'),
+            },
+            ...errorResponses(EVALUATE_ERRORS, 'openai'),
+          },
+        },
+      },
+      '/openai/v1/models': {
+        get: {
+          operationId: 'listModelsOpenAi',
+          tags: ['OpenAI-compatible'],
+          summary: "The models this gateway serves, in OpenAI's list shape",
+          security: [{ apiKey: [] }],
+          responses: {
+            '200': { description: 'Success', headers: requestIdHeader, content: json('OpenAiModelList') },
+            ...errorResponses(AUTH_ERRORS, 'openai'),
           },
         },
       },

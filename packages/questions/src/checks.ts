@@ -18,35 +18,69 @@ export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
 const isProbability = (x: unknown): x is number => typeof x === 'number' && x >= 0 && x <= 1;
 const fail = (reason: string): Checked<never> => ({ ok: false, reason });
 
+export interface CheckOptions {
+  /**
+   * The upstream may decline a question (`{"type": "refusal"}`): its ID is returned in `refused`
+   * rather than failing the answers (docs/routes.md#refused-questions).
+   */
+  refusals?: boolean;
+  /** How far a distribution of `n` values may sum from 1 (default SUM_TOLERANCE). */
+  tolerance?: (n: number) => number;
+}
+
+/** Checked answers: one per question answered, and the IDs of the questions the upstream declined. */
+export interface CheckedDecision {
+  answers: Record<string, Answer>;
+  refused: string[];
+}
+
 /**
- * The checks every answer passes before it reaches a caller (docs/upstreams.md), whichever upstream made it.
- * Returns exactly one answer per question ID (answers for IDs not asked are dropped), with a
- * missing confidence computed as in docs/http-api.md#answers, or the first precise reason the answers are unusable.
+ * The checks every answer passes before it reaches a caller (docs/upstreams.md), whichever
+ * upstream made it: every question answered (or, where `refusals` allows, declined), answers for
+ * IDs not asked dropped, a missing confidence computed as docs/http-api.md#answers says; else the
+ * first precise reason the answers are unusable.
  */
-export function checkAnswers(questions: Questions, raw: unknown): Checked<Record<string, Answer>> {
+export function checkDecision(
+  questions: Questions,
+  raw: unknown,
+  options: CheckOptions = {},
+): Checked<CheckedDecision> {
   if (!isPlainObject(raw)) return fail('answers: not an object');
+  const tolerance = options.tolerance ?? (() => SUM_TOLERANCE);
   const checked: [string, Answer][] = [];
+  const refused: string[] = [];
   for (const id of Object.keys(questions)) {
     const question = questions[id] as Question;
     if (!Object.hasOwn(raw, id)) return fail(`answers.${id}: missing`);
-    const answer = checkAnswer(question, raw[id]);
+    const given = raw[id];
+    if (options.refusals && isPlainObject(given) && given.type === 'refusal') {
+      refused.push(id);
+      continue;
+    }
+    const answer = checkAnswer(question, given, tolerance);
     if (!answer.ok) return fail(`answers.${id}${answer.reason}`);
     checked.push([id, answer.value]);
   }
   // fromEntries keeps IDs such as "__proto__" as ordinary own keys.
-  return { ok: true, value: Object.fromEntries(checked) };
+  return { ok: true, value: { answers: Object.fromEntries(checked), refused } };
 }
 
-function checkAnswer(question: Question, raw: unknown): Checked<Answer> {
+/** `checkDecision` for an upstream that never declines: the answers alone. */
+export function checkAnswers(questions: Questions, raw: unknown): Checked<Record<string, Answer>> {
+  const checked = checkDecision(questions, raw);
+  return checked.ok ? { ok: true, value: checked.value.answers } : checked;
+}
+
+function checkAnswer(question: Question, raw: unknown, tolerance: (n: number) => number): Checked<Answer> {
   if (!isPlainObject(raw)) return fail(': not an object');
   if (raw.type !== question.type) {
     return fail(`.type: ${JSON.stringify(raw.type)} answers a ${question.type} question`);
   }
   switch (question.type) {
     case 'choice':
-      return checkChoice(question, raw);
+      return checkChoice(question, raw, tolerance);
     case 'score':
-      return checkScore(question, raw);
+      return checkScore(question, raw, tolerance);
     case 'noul':
       return isProbability(raw.noul)
         ? { ok: true, value: { type: 'noul', noul: raw.noul } }
@@ -55,7 +89,12 @@ function checkAnswer(question: Question, raw: unknown): Checked<Answer> {
 }
 
 /** Every key present, each a probability, nothing else, summing to 1 within the tolerance. */
-function checkDistribution(raw: unknown, keys: readonly string[], what: string): Checked<number[]> {
+function checkDistribution(
+  raw: unknown,
+  keys: readonly string[],
+  what: string,
+  tolerance: (n: number) => number,
+): Checked<number[]> {
   if (!isPlainObject(raw)) return fail('.probabilities: not an object');
   const expected = new Set(keys);
   for (const key of Object.keys(raw)) {
@@ -71,7 +110,7 @@ function checkDistribution(raw: unknown, keys: readonly string[], what: string):
     values.push(p);
   }
   const sum = values.reduce((a, b) => a + b, 0);
-  if (Math.abs(sum - 1) > SUM_TOLERANCE) return fail(`.probabilities: sum to ${sum}, not 1`);
+  if (Math.abs(sum - 1) > tolerance(keys.length)) return fail(`.probabilities: sum to ${sum}, not 1`);
   return { ok: true, value: values };
 }
 
@@ -82,9 +121,13 @@ function checkConfidence(raw: unknown, computed: () => number): Checked<number> 
     : fail(`.confidence: ${JSON.stringify(raw)} is not in [0, 1]`);
 }
 
-function checkChoice(question: ChoiceQuestion, raw: Record<string, unknown>): Checked<Answer> {
+function checkChoice(
+  question: ChoiceQuestion,
+  raw: Record<string, unknown>,
+  tolerance: (n: number) => number,
+): Checked<Answer> {
   const labels = choiceLabels(question);
-  const p = checkDistribution(raw.probabilities, labels, 'label');
+  const p = checkDistribution(raw.probabilities, labels, 'label', tolerance);
   if (!p.ok) return p;
   if (typeof raw.choice !== 'string' || !Object.hasOwn(question.criteria, raw.choice)) {
     return fail(`.choice: ${JSON.stringify(raw.choice)} is not a label of the question`);
@@ -102,10 +145,14 @@ function checkChoice(question: ChoiceQuestion, raw: Record<string, unknown>): Ch
   };
 }
 
-function checkScore(question: ScoreQuestion, raw: Record<string, unknown>): Checked<Answer> {
+function checkScore(
+  question: ScoreQuestion,
+  raw: Record<string, unknown>,
+  tolerance: (n: number) => number,
+): Checked<Answer> {
   const n = question.criteria.length;
   const levels = Array.from({ length: n }, (_, i) => String(i));
-  const p = checkDistribution(raw.probabilities, levels, 'level');
+  const p = checkDistribution(raw.probabilities, levels, 'level', tolerance);
   if (!p.ok) return p;
   if (typeof raw.score !== 'number' || !(raw.score >= 0 && raw.score <= n - 1)) {
     return fail(`.score: ${JSON.stringify(raw.score)} is not in [0, ${n - 1}]`);

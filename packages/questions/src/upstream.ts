@@ -1,4 +1,10 @@
-import type { EvaluationRequest, GatewayFailure, Usage } from '@decision-gateway/contract';
+import type {
+  EvaluationRequest,
+  GatewayFailure,
+  OpenAiOriginal,
+  Usage,
+  UsageDetails,
+} from '@decision-gateway/contract';
 
 /** One evaluation handed to an upstream: the validated request and its deadline. */
 export interface UpstreamCall {
@@ -8,6 +14,8 @@ export interface UpstreamCall {
   requestId: string;
   /** Epoch milliseconds by which the answer must be in, across all attempts (docs/upstreams.md). */
   deadlineAt: number;
+  /** The request as an OpenAI-door caller wrote it: an `openai-decisions` upstream is sent exactly that. */
+  original?: OpenAiOriginal;
 }
 
 /**
@@ -22,6 +30,8 @@ export type UpstreamOutcome =
       upstreamRequestId?: string;
       /** For upstreams that read logprobs: the lowest share of next-token mass on the offered labels. */
       labelMass?: number;
+      /** Usage beyond input and output tokens (`openai-decisions`), for OpenAI-door callers. */
+      usageDetails?: UsageDetails;
     }
   | {
       ok: false;
@@ -40,6 +50,15 @@ export interface Upstream {
   readonly name: string;
   /** Its kind, as configured (`GET /admin/upstreams`); a test's own upstream may not say. */
   readonly kind?: string;
+  /**
+   * The most questions one call may carry; a request with more is asked in groups of at most this
+   * many, each with the whole state (docs/upstreams.md#groups). Undefined: no limit.
+   */
+  readonly maxQuestions?: number;
+  /** It may decline a question, answering `{"type": "refusal"}` for it (docs/routes.md#refused-questions). */
+  readonly refuses?: boolean;
+  /** How far its distributions of `n` values may sum from 1, where it rounds them (default 0.02). */
+  tolerance?(n: number): number;
   /** Its circuit breaker's state, where it has one (remote upstreams). */
   circuit?(): 'closed' | 'open' | 'half-open';
   /** An upper bound of the usage `call` can incur, reserved before the call (docs/http-api.md#credits). */

@@ -14,7 +14,13 @@ export interface Cors {
   preflight(request: FastifyRequest, reply: FastifyReply): FastifyReply;
 }
 
-const ALLOW_HEADERS = 'authorization, content-type, cache-control, x-dg-route, trpc-accept, x-trpc-source';
+// tRPC's own request headers, and those the official OpenAI SDK sends (x-stainless-*, openai-*).
+const ALLOW_HEADERS = [
+  'authorization, content-type, cache-control, x-dg-route, trpc-accept, x-trpc-source',
+  'x-stainless-arch, x-stainless-lang, x-stainless-os, x-stainless-package-version',
+  'x-stainless-retry-count, x-stainless-runtime, x-stainless-runtime-version, x-stainless-timeout',
+  'openai-organization, openai-project',
+].join(', ');
 const EXPOSE_HEADERS = 'x-request-id, x-credits-used, x-dg-route, x-dg-upstream, x-dg-cache, retry-after';
 
 export function originOf(request: FastifyRequest): string | undefined {

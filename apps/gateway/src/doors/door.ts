@@ -1,5 +1,5 @@
 import { trpcErrorBody } from '@decision-gateway/api';
-import { failure, type GatewayFailure, LIMITS, nativeError } from '@decision-gateway/contract';
+import { failure, type GatewayFailure, LIMITS, nativeError, openAiError } from '@decision-gateway/contract';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { storeTroubleFailure } from '../core/store-trouble.ts';
 import { StoreUnavailableError } from '../store/store.ts';
@@ -7,7 +7,7 @@ import type { DoorOutcome } from './door-outcome.ts';
 import { errorBody, retryAfterSeconds } from './envelope.ts';
 
 /** The doors (docs/http-api.md#the-other-doors): each a plugin that owns its wire format. */
-export type DoorName = 'rest' | 'native' | 'trpc' | 'admin' | 'operations' | 'console';
+export type DoorName = 'rest' | 'native' | 'trpc' | 'openai' | 'admin' | 'operations' | 'console';
 
 /** How a door writes a failure: its body and the headers that belong to its format. */
 export interface DoorShape {
@@ -44,6 +44,16 @@ export const DOORS: Record<DoorName, DoorShape> = {
   trpc: {
     failure: (f, requestId) => ({ body: trpcErrorBody(f, requestId), headers: retryAfter(f) }),
   },
+  // OpenAI's `{"error": {…}}` with the gateway's code beside it, so the SDKs raise their own classes.
+  openai: {
+    failure: (f) => ({
+      body: JSON.stringify(openAiError(f)),
+      headers: {
+        ...retryAfter(f),
+        ...(f.retryAfterMs !== undefined && { 'retry-after-ms': String(f.retryAfterMs) }),
+      },
+    }),
+  },
 };
 
 declare module 'fastify' {
@@ -73,10 +83,13 @@ export interface DoorOptions {
 }
 
 /** Fastify's own errors (body limits, JSON of admin bodies) as gateway failures. */
-function failureOfFastifyError(error: FastifyError): GatewayFailure | undefined {
+function failureOfFastifyError(error: FastifyError, request: FastifyRequest): GatewayFailure | undefined {
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return failure('payload_too_large', `the body is larger than ${LIMITS.maxBodyBytes} bytes`);
+      return failure(
+        'payload_too_large',
+        `the body is larger than ${request.routeOptions.bodyLimit ?? LIMITS.maxBodyBytes} bytes`,
+      );
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return failure('unsupported_media_type', 'send Content-Type: application/json');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -98,7 +111,7 @@ export function door(app: FastifyInstance, name: DoorName, options: DoorOptions 
   });
 
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const known = failureOfFastifyError(error) ?? storeTroubleFailure(error);
+    const known = failureOfFastifyError(error, request) ?? storeTroubleFailure(error);
     // A body cut short because the client left (or a timeout answered it) is not the gateway's fault.
     const gone = request.outcome?.belowRouter === true || error.code === 'ECONNRESET';
     if (error instanceof StoreUnavailableError) request.log.warn({ err: error }, 'the store is unavailable');

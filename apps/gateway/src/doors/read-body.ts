@@ -12,12 +12,17 @@ export function sentContentType(request: FastifyRequest): string | undefined {
 
 /**
  * In this plugin scope, every body (whatever its media type, or none) reaches the handler unparsed,
- * as bytes or text, read only up to the 32768-byte limit (413 past it, also when chunked). The
+ * as bytes or text, read only up to the door's limit (32768 bytes by default; 413 past it, also
+ * when chunked). The
  * evaluation core then checks the media type and the JSON in the order of docs/http-api.md#errors, after auth: Fastify
  * would refuse a Content-Type that does not parse (415) before any route runs, so the door keeps
  * the header for the core and hides it from Fastify.
  */
-export function readRawBodies(app: FastifyInstance, parseAs: 'buffer' | 'string') {
+export function readRawBodies(
+  app: FastifyInstance,
+  parseAs: 'buffer' | 'string',
+  bodyLimit: number = LIMITS.maxBodyBytes,
+) {
   app.addHook('onRequest', (request, _reply, done) => {
     sentContentTypes.set(request, request.headers['content-type']);
     // Assigned, not deleted: `delete` would turn the headers object into a slow dictionary.
@@ -25,9 +30,7 @@ export function readRawBodies(app: FastifyInstance, parseAs: 'buffer' | 'string'
     done();
   });
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs, bodyLimit: LIMITS.maxBodyBytes }, (_request, body, done) =>
-    done(null, body),
-  );
+  app.addContentTypeParser('*', { parseAs, bodyLimit }, (_request, body, done) => done(null, body));
 }
 
 /** The evaluation call of a door that reads raw bodies (REST and `/native`): bytes and media type. */

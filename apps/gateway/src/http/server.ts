@@ -6,6 +6,7 @@ import { createCallerActions } from '../doors/caller-actions.ts';
 import { consoleDoor } from '../doors/console.ts';
 import { door, doorOf, notFound, sendFailure } from '../doors/door.ts';
 import type { DoorOutcome, EvaluationReport } from '../doors/door-outcome.ts';
+import { openAiDoor } from '../doors/openai.ts';
 import { operationsDoor } from '../doors/operations.ts';
 import { nativeDoor, restDoor } from '../doors/raw-body-door.ts';
 import { trpcDoor } from '../doors/trpc.ts';
@@ -165,6 +166,7 @@ export function buildServer(services: GatewayServices): Gateway {
   app.register(restDoor, doorOptions);
   app.register(trpcDoor, { ...doorOptions, prefix: '/trpc' });
   app.register(nativeDoor, { ...doorOptions, prefix: '/native' });
+  app.register(openAiDoor, { ...doorOptions, prefix: '/openai/v1' });
   if (services.adminToken !== undefined) {
     app.register(consoleDoor, {
       prefix: '/console',

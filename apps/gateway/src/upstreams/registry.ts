@@ -37,7 +37,7 @@ export function createUpstream(
 ): Upstream {
   const kind = UPSTREAM_KINDS[config.kind] as UpstreamKind;
   const { metrics } = tuning;
-  const upstream = kind.create(name, config, {
+  const created = kind.create(name, config, {
     http: (options) =>
       createUpstreamHttp({
         ...options,
@@ -48,6 +48,9 @@ export function createUpstream(
         ...(metrics && { onRetry: () => metrics.upstreamRetries.inc({ upstream: name }) }),
       }),
   });
+  // Every kind takes maxQuestions; a kind that has a limit of its own sets it in its schema's default.
+  const limit = (config as { maxQuestions?: number }).maxQuestions;
+  const upstream = limit === undefined ? created : { ...created, maxQuestions: limit };
   if (!kind.remote) return { ...upstream, kind: config.kind };
   const breaker = createCircuitBreaker({
     threshold: tuning.breakerThreshold ?? 5,

@@ -4,15 +4,17 @@ import {
   failure,
   type GatewayFailure,
   type Usage,
+  type UsageDetails,
 } from '@decision-gateway/contract';
 import {
-  checkAnswers,
+  checkDecision,
   checkUsage,
   MAX_TOKEN_COUNT,
   type Upstream,
   type UpstreamCall,
 } from '@decision-gateway/questions';
 import type { Logger } from 'pino';
+import { askInGroups } from './groups.ts';
 
 /** One upstream of a route, with the deadline of each call to it. */
 export interface RouteMember {
@@ -51,21 +53,34 @@ export interface RouteEvents {
 export type RouteOutcome =
   | {
       ok: true;
-      /** Checked answers, keyed by the question IDs asked (docs/upstreams.md). */
+      /** Checked answers, keyed by the question IDs answered (docs/upstreams.md). */
       answers: Record<string, Answer>;
+      /** Questions every upstream asked declined (only where the caller's door can show a refusal). */
+      refused: string[];
       usage: Usage;
-      /** `name`, or `first+escalated` when some answers came from the escalation (docs/routes.md). */
+      /** The upstreams that answered, in the order asked, joined by `+` (docs/routes.md). */
       upstream: string;
       upstreamRequestId?: string;
       labelMass?: number;
+      usageDetails?: UsageDetails;
     }
   | { ok: false; failure: GatewayFailure; detail?: string };
+
+/** What the route is asked: the upstreams' call, and what the caller's door can show. */
+export interface RouteCall extends UpstreamCall {
+  /**
+   * The door has a shape for a refusal (the OpenAI door): a question still declined after the
+   * escalation target had its try reaches the caller. Otherwise the route's next upstreams are
+   * asked, and a question none answers fails the request (docs/routes.md#refused-questions).
+   */
+  showsRefusals?: boolean;
+}
 
 export interface Route {
   readonly spec: RouteSpec;
   /** The reservation: the largest bound of its upstreams, plus the escalation target's (docs/routes.md). */
   usageBound(request: EvaluationRequest, bodyBytes: number): Usage;
-  answer(call: UpstreamCall): Promise<RouteOutcome>;
+  answer(call: RouteCall): Promise<RouteOutcome>;
 }
 
 export interface RouteDeps {
@@ -89,6 +104,36 @@ const addUsage = (a: Usage, b: Usage): Usage => ({
   output_tokens: Math.min(MAX_TOKEN_COUNT, a.output_tokens + b.output_tokens),
 });
 
+/** One upstream's checked answers. */
+type Answered = {
+  answers: Record<string, Answer>;
+  refused: string[];
+  usage: Usage;
+  upstreamRequestId?: string;
+  labelMass?: number;
+  usageDetails?: UsageDetails;
+};
+
+/** What the upstreams asked so far answered together, and who answered. */
+type Combined = Answered & { answeredBy: string[] };
+
+/** A later answer takes the place of the first for the questions it answered; every answer is billed. */
+function merge(result: Combined, later: Answered, name: string): void {
+  result.answers = { ...result.answers, ...later.answers };
+  // Still declined: what was declined and the later upstream did not answer.
+  result.refused = result.refused.filter((id) => !Object.hasOwn(later.answers, id));
+  result.usage = addUsage(result.usage, later.usage);
+  if (later.usageDetails) {
+    const before = result.usageDetails;
+    result.usageDetails = {
+      cached_tokens: (before?.cached_tokens ?? 0) + later.usageDetails.cached_tokens,
+      cache_write_tokens: (before?.cache_write_tokens ?? 0) + later.usageDetails.cache_write_tokens,
+      reasoning_tokens: (before?.reasoning_tokens ?? 0) + later.usageDetails.reasoning_tokens,
+    };
+  }
+  result.answeredBy.push(name);
+}
+
 /**
  * A route (docs/routes.md): its upstreams tried one after another until one gives an answer that passes
  * the checks of docs/upstreams.md, then the unsure questions asked again of the escalation target. Each upstream
@@ -104,13 +149,17 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
     const name = member.upstream.name;
     const deadlineAt = Math.min(call.deadlineAt, clock() + member.timeoutMs);
     const started = performance.now();
-    const outcome = await member.upstream.answer({ ...call, request, deadlineAt });
+    const outcome = await askInGroups(member.upstream, { ...call, request, deadlineAt });
     const seconds = (performance.now() - started) / 1000;
     if (!outcome.ok) {
       deps.events?.called?.(name, 'error', seconds);
       return outcome;
     }
-    const answers = checkAnswers(request.questions, outcome.answers);
+    const upstream = member.upstream;
+    const answers = checkDecision(request.questions, outcome.answers, {
+      ...(upstream.refuses && { refusals: true }),
+      ...(upstream.tolerance && { tolerance: upstream.tolerance }),
+    });
     const usage = checkUsage(outcome.usage);
     if (!answers.ok || !usage.ok) {
       deps.events?.called?.(name, 'invalid', seconds);
@@ -122,7 +171,7 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
       };
     }
     deps.events?.called?.(name, 'ok', seconds);
-    return { ...outcome, answers: answers.value, usage: usage.value };
+    return { ...outcome, answers: answers.value.answers, refused: answers.value.refused, usage: usage.value };
   }
 
   /** The order of this request's tries: the first drawn by weight, the rest as configured. */
@@ -152,19 +201,28 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
       .map(([id]) => id);
   }
 
-  async function answer(call: UpstreamCall): Promise<RouteOutcome> {
+  /** The same request with only the questions `ids`. */
+  const subset = (request: EvaluationRequest, ids: readonly string[]): EvaluationRequest => ({
+    ...request,
+    questions: Object.fromEntries(
+      ids.map((id) => [id, request.questions[id]]),
+    ) as EvaluationRequest['questions'],
+  });
+
+  async function answer(call: RouteCall): Promise<RouteOutcome> {
     const tried: string[] = [];
+    const members = order();
     let last: { failure: GatewayFailure; detail?: string } | undefined;
-    let first: Exclude<Awaited<ReturnType<typeof attempt>>, { ok: false }> | undefined;
-    let firstName = '';
-    for (const member of order()) {
+    let first: Answered | undefined;
+    let firstIndex = -1;
+    for (const [index, member] of members.entries()) {
       // No upstream is started once the deadline has passed.
       if (tried.length > 0 && clock() >= call.deadlineAt) break;
       const name = member.upstream.name;
       const outcome = await attempt(member, call, call.request);
       if (outcome.ok) {
         first = outcome;
-        firstName = name;
+        firstIndex = index;
         break;
       }
       tried.push(`${name}: ${outcome.failure.message} (${outcome.failure.code})`);
@@ -180,36 +238,53 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
       return { ok: false, failure: { ...lastFailure, message }, detail: last?.detail ?? message };
     }
 
-    const result: Extract<RouteOutcome, { ok: true }> = {
-      ok: true,
+    const firstName = (members[firstIndex] as RouteMember).upstream.name;
+    const result: Combined = {
       answers: first.answers,
+      refused: first.refused,
       usage: first.usage,
-      upstream: firstName,
+      answeredBy: [firstName],
       ...(first.upstreamRequestId !== undefined && { upstreamRequestId: first.upstreamRequestId }),
       ...(first.labelMass !== undefined && { labelMass: first.labelMass }),
+      ...(first.usageDetails !== undefined && { usageDetails: first.usageDetails }),
     };
     const rule = spec.escalate;
-    if (rule === undefined || rule.to.upstream.name === firstName) return result;
-    const ids = unsure(first.answers, rule);
-    if (ids.length === 0) return result;
+    if (rule !== undefined && rule.to.upstream.name !== firstName) await escalate(call, rule, result);
+    // Declined questions the door cannot show: the route's next upstreams, in order, until one answers.
+    if (result.refused.length > 0 && !call.showsRefusals) {
+      const escalatedTo = rule?.to.upstream.name;
+      for (const member of members.slice(firstIndex + 1)) {
+        if (result.refused.length === 0 || clock() >= call.deadlineAt) break;
+        if (member.upstream.name === escalatedTo && result.answeredBy.includes(escalatedTo)) continue;
+        const again = await attempt(member, call, subset(call.request, result.refused));
+        if (again.ok) merge(result, again, member.upstream.name);
+      }
+      if (result.refused.length > 0) {
+        const reason = `every upstream declined the questions ${result.refused.map((id) => JSON.stringify(id)).join(', ')}`;
+        return { ok: false, failure: failure('upstream_error', reason), detail: reason };
+      }
+    }
+    const { answeredBy, ...rest } = result;
+    return { ok: true, ...rest, upstream: answeredBy.join('+') };
+  }
+
+  /**
+   * Exactly the unsure questions, and the declined ones, asked again of the escalation target in
+   * one call with the same state. If it fails, the first answers stand.
+   */
+  async function escalate(call: RouteCall, rule: Escalation, result: Combined): Promise<void> {
+    const ids = [...unsure(result.answers, rule), ...result.refused];
+    if (ids.length === 0) return;
     if (clock() >= call.deadlineAt) {
       deps.events?.escalated?.(spec.name, 'error');
       deps.logger.warn(
         { requestId: call.requestId, route: spec.name },
         'escalation skipped: the route deadline passed',
       );
-      return result;
+      return;
     }
-    // Exactly the unsure questions, in one call, with the same state.
-    const subset: EvaluationRequest = {
-      ...call.request,
-      questions: Object.fromEntries(
-        ids.map((id) => [id, call.request.questions[id]]),
-      ) as EvaluationRequest['questions'],
-    };
-    const second = await attempt(rule.to, call, subset);
+    const second = await attempt(rule.to, call, subset(call.request, ids));
     if (!second.ok) {
-      // The first answers stand; the failure is logged and counted.
       deps.events?.escalated?.(spec.name, 'error');
       deps.logger.warn(
         {
@@ -221,15 +296,10 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
         },
         'escalation failed: the first answers stand',
       );
-      return result;
+      return;
     }
     deps.events?.escalated?.(spec.name, 'ok');
-    return {
-      ...result,
-      answers: { ...first.answers, ...second.answers },
-      usage: addUsage(first.usage, second.usage),
-      upstream: `${firstName}+${rule.to.upstream.name}`,
-    };
+    merge(result, second, rule.to.upstream.name);
   }
 
   return {

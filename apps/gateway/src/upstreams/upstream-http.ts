@@ -23,6 +23,8 @@ export interface UpstreamHttpOptions {
   logger: Logger;
   /** The header carrying the upstream's own request id, logged beside the gateway's. */
   requestIdHeader: string;
+  /** Extra request headers (a proxy's own, e.g. Portkey's `x-portkey-*`). */
+  headers?: Readonly<Record<string, string>> | undefined;
   backoff?: BackoffOptions;
   /** Called before each retry (for metrics). */
   onRetry?: () => void;
@@ -62,6 +64,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
   const maxBodyBytes = options.maxBodyBytes ?? 1_048_576;
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+  for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value;
 
   async function attempt(
     path: string,
@@ -229,6 +232,13 @@ function toResult(ending: Ending): HttpResult {
         ending.reason,
       );
     case 'exhausted':
+      // A proxy's own timeout (Cloudflare's 524): the upstream did not answer in time.
+      if (ending.status === 524)
+        return failed(
+          unwell,
+          failure('upstream_timeout', 'the upstream did not answer in time'),
+          `HTTP 524: ${ending.reason}`,
+        );
       if (ending.status !== undefined && isBusyStatus(ending.status)) {
         return failed(
           unwell,

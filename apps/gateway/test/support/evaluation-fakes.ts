@@ -81,6 +81,7 @@ export function fakeRoute(
     answers: { refund: { type: 'noul', noul: 0.9 } },
     usage: { input_tokens: 100, output_tokens: 0 },
     upstream: 'fake',
+    refused: [],
   }),
   spec: Partial<Route['spec']> = {},
 ): Route & { calls: number } {

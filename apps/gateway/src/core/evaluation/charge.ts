@@ -63,6 +63,8 @@ async function ask(ctx: EvaluationContext, route: Route, deps: StageDeps): Promi
     bodyBytes: ctx.bodyBytes,
     requestId: ctx.call.requestId,
     deadlineAt: deps.clock() + route.spec.deadlineMs,
+    ...(ctx.original && { original: ctx.original }),
+    ...(ctx.call.dialect?.showsRefusals && { showsRefusals: true }),
   });
   ctx.log.upstreamMs = performance.now() - started;
   return outcome;
@@ -105,6 +107,13 @@ async function settle(
   log.creditsUsed = creditsUsed;
   ctx.meta.upstream = outcome.upstream;
   ctx.meta.creditsUsed = creditsUsed;
-  ctx.answered = { answers: outcome.answers, usage: outcome.usage, upstream: outcome.upstream, creditsUsed };
+  ctx.answered = {
+    answers: outcome.answers,
+    refused: outcome.refused,
+    usage: outcome.usage,
+    ...(outcome.usageDetails && { usageDetails: outcome.usageDetails }),
+    upstream: outcome.upstream,
+    creditsUsed,
+  };
   return undefined;
 }

@@ -1,4 +1,11 @@
-import type { Answer, EvaluationRequest, GatewayFailure, Usage } from '@decision-gateway/contract';
+import type {
+  Answer,
+  EvaluationRequest,
+  GatewayFailure,
+  OpenAiOriginal,
+  Usage,
+  UsageDetails,
+} from '@decision-gateway/contract';
 import type { DecisionCache, DecisionKey } from '../../cache/decision-cache.ts';
 import type { KeyAuth, TokenAuth } from '../../store/store.ts';
 import type { Route } from '../../upstreams/route.ts';
@@ -22,7 +29,10 @@ export interface RequestCache {
 /** What the route's upstreams answered, checked, and what it cost. */
 export interface Answered {
   answers: Record<string, Answer>;
+  /** Declined by every upstream asked; only where the door shows refusals. */
+  refused: string[];
   usage: Usage;
+  usageDetails?: UsageDetails;
   upstream: string;
   creditsUsed: number;
 }
@@ -41,6 +51,8 @@ export interface EvaluationContext {
   /** Bytes of the body as received (the reservation's bound counts them). */
   bodyBytes: number;
   request?: EvaluationRequest;
+  /** The request as an OpenAI-door caller wrote it. */
+  original?: OpenAiOriginal;
   /** How many questions the request asked (0 until it is read). */
   questions: number;
   /** A 40001 found while reading, answered once the route is known (docs/http-api.md#errors). */

@@ -91,8 +91,9 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     let decision: CachedDecision | undefined;
     try {
       const outcome = await charged(ctx);
-      // Only successful decisions, after their settlement.
-      if (outcome.ok && ctx.answered) decision = await keep(cache, ctx.answered, deps);
+      // Only successful decisions, after their settlement, and none with a refusal in it.
+      if (outcome.ok && ctx.answered && ctx.answered.refused.length === 0)
+        decision = await keep(cache, ctx.answered, deps);
       return outcome;
     } finally {
       lead?.done(decision);
@@ -113,6 +114,7 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     ctx.meta.age = Math.max(0, Math.floor((clock() - decision.storedAt) / 1000));
     ctx.answered = {
       answers: decision.answers,
+      refused: [],
       usage: NO_USAGE,
       upstream: decision.upstream,
       creditsUsed: 0,
@@ -121,13 +123,18 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
   }
 
   function answered(ctx: EvaluationContext): EvaluationOutcome {
-    const { answers, usage, creditsUsed } = ctx.answered as NonNullable<EvaluationContext['answered']>;
+    const { answers, refused, usage, usageDetails, creditsUsed } = ctx.answered as NonNullable<
+      EvaluationContext['answered']
+    >;
     const elapsedMs = Math.round(performance.now() - ctx.call.startedAt);
     return {
       ok: true,
       log: ctx.log,
       meta: ctx.meta,
       data: { result: { model: MODEL_ID, answers, usage, elapsedMs }, creditsUsed },
+      refused,
+      ...(usageDetails && { usageDetails }),
+      ...(ctx.original && { original: ctx.original }),
     };
   }
 

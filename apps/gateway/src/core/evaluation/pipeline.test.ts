@@ -101,6 +101,7 @@ describe('the evaluation pipeline', () => {
       answers: { refund: { type: 'noul', noul: 0.5 } },
       usage: { input_tokens: 5_000, output_tokens: 0 },
       upstream: 'fake',
+      refused: [],
     }));
     const deps = fakeDeps({
       routes: new Map([['default', route]]),
@@ -146,6 +147,7 @@ describe('the evaluation pipeline', () => {
               answers: { refund: { type: 'noul', noul: 1 } },
               usage: { input_tokens: 1, output_tokens: 0 },
               upstream: 'fake',
+              refused: [],
             });
         }),
     );
@@ -209,6 +211,7 @@ describe('the evaluation pipeline', () => {
             answers: { refund: { type: 'noul', noul: 0.7 } },
             usage: { input_tokens: 10, output_tokens: 0 },
             upstream: 'fake',
+            refused: [],
           };
         },
         { cacheTtlSeconds: 60 },

@@ -1,5 +1,6 @@
 import {
   decodeJsonBody,
+  type EvaluationRequest,
   failure,
   type GatewayFailure,
   type Parsed,
@@ -10,7 +11,8 @@ import type { EvaluationContext } from './context.ts';
 import type { EvaluationBody } from './types.ts';
 
 /**
- * Stage 3: the media type (41500), the JSON (40000), then the request's shape: 40002 and 40003
+ * Stage 3: the media type (41500), the JSON (40000), then the request's shape (in the door's
+ * dialect, if it has one): 40002 and 40003
  * end here; any other rule broken (40001) is kept in `ctx.invalid`, since an unknown route (40004)
  * is answered before it (docs/http-api.md#errors). Bytes are read at once; only a lazy body (a
  * tRPC operation) is awaited.
@@ -35,7 +37,14 @@ async function readLazy(ctx: EvaluationContext, body: Extract<EvaluationBody, { 
 
 function parsed(ctx: EvaluationContext, decoded: Parsed<unknown>): GatewayFailure | undefined {
   if (!decoded.ok) return decoded.error;
-  const request = parseEvaluationRequest(decoded.value);
+  const { dialect } = ctx.call;
+  let request: Parsed<EvaluationRequest>;
+  if (dialect === undefined) request = parseEvaluationRequest(decoded.value);
+  else {
+    const spoken = dialect.parse(decoded.value);
+    if (spoken.ok) ctx.original = spoken.value.original;
+    request = spoken.ok ? { ok: true, value: spoken.value.request } : spoken;
+  }
   if (!request.ok) {
     if (request.error.code !== 40001) return request.error;
     ctx.invalid = request.error;

@@ -1,4 +1,13 @@
-import type { EvaluationData, GatewayFailure, Parsed, QuestionType, Usage } from '@decision-gateway/contract';
+import type {
+  EvaluationData,
+  EvaluationRequest,
+  GatewayFailure,
+  OpenAiOriginal,
+  Parsed,
+  QuestionType,
+  Usage,
+  UsageDetails,
+} from '@decision-gateway/contract';
 import type { Logger } from 'pino';
 import type { Authenticate } from '../../auth/authenticate.ts';
 import type { CacheScope, DecisionCache } from '../../cache/decision-cache.ts';
@@ -40,6 +49,17 @@ export type EvaluationBody =
   | { kind: 'bytes'; bytes: Uint8Array | undefined; contentType: string | undefined }
   | { kind: 'lazy'; contentType: string | undefined; bytes: number; read(): Promise<Parsed<unknown>> };
 
+/**
+ * How a door's request body becomes the gateway's request, for a door that speaks another
+ * dialect of decisions (the OpenAI door). Without one, the body is the gateway's own request.
+ */
+export interface Dialect {
+  /** The body's JSON → the gateway's request, and the caller's own to answer it in; or the failure. */
+  parse(value: unknown): Parsed<{ request: EvaluationRequest; original: OpenAiOriginal }>;
+  /** The door has a shape for a question an upstream declined (docs/routes.md#refused-questions). */
+  showsRefusals: boolean;
+}
+
 /** One evaluation as a door hands it over: the request's headers, translated, and its body. */
 export interface EvaluationCall {
   requestId: string;
@@ -53,6 +73,7 @@ export interface EvaluationCall {
   /** The `Origin` header: a browser's request (docs/browsers.md). */
   origin?: string | undefined;
   body: EvaluationBody;
+  dialect?: Dialect;
 }
 
 /** What the request log line says about an evaluation, whatever its outcome. Written, never read. */
@@ -99,7 +120,18 @@ export interface ResponseMeta {
 export type CacheOutcome = 'hit' | 'coalesced' | 'miss' | 'bypass';
 
 export type EvaluationOutcome =
-  | { ok: true; data: EvaluationData; meta: ResponseMeta; log: EvaluationLog }
+  | {
+      ok: true;
+      data: EvaluationData;
+      meta: ResponseMeta;
+      log: EvaluationLog;
+      /** Questions declined by every upstream asked (only on a door whose dialect shows refusals). */
+      refused: string[];
+      /** Usage beyond input and output tokens, where an upstream reported it. */
+      usageDetails?: UsageDetails;
+      /** The request as its caller wrote it, for a door with a dialect of its own. */
+      original?: OpenAiOriginal;
+    }
   | { ok: false; failure: GatewayFailure; meta: ResponseMeta; log: EvaluationLog };
 
 /**

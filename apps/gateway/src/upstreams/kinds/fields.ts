@@ -25,3 +25,12 @@ export function remoteFromEnv(env: {
   };
   return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
 }
+
+/** Extra request headers sent with every call (values may use `${NAME}` in the file). */
+export const headers = z.record(z.string().min(1), z.string()).optional();
+
+/** The most questions one call may carry; more go out in groups (docs/upstreams.md#groups). */
+export const maxQuestions = z.int().min(1).max(400);
+
+/** A path on the upstream's base URL. */
+export const urlPath = z.string().regex(/^\/[^?#\s]*$/, { error: 'must be a path starting with /' });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { lexical } from './lexical/index.ts';
 import { openai } from './openai/index.ts';
+import { openaiDecisions } from './openai-decisions/index.ts';
 import { systemone } from './systemone/index.ts';
 
 /**
@@ -9,7 +10,7 @@ import { systemone } from './systemone/index.ts';
  * what `GET /admin/upstreams` reports all come from it. A new kind is a folder beside these and a
  * line here.
  */
-export const UPSTREAM_KINDS = { lexical, systemone, openai } as const;
+export const UPSTREAM_KINDS = { lexical, systemone, openai, 'openai-decisions': openaiDecisions } as const;
 
 export type UpstreamKindName = keyof typeof UPSTREAM_KINDS;
 export const UPSTREAM_KIND_NAMES = Object.keys(UPSTREAM_KINDS) as [UpstreamKindName, ...UpstreamKindName[]];

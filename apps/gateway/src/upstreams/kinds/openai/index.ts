@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { httpUrl, maxRetries, remoteFromEnv, timeoutMs } from '../fields.ts';
+import { headers, httpUrl, maxQuestions, maxRetries, remoteFromEnv, timeoutMs } from '../fields.ts';
 import { defineKind } from '../kind.ts';
 import { createOpenAiUpstream } from './openai-upstream.ts';
 
@@ -12,10 +12,12 @@ export const openai = defineKind({
     kind: z.literal('openai'),
     baseUrl: httpUrl,
     apiKey: z.string().optional(),
+    headers,
     model: z.string().min(1),
     timeoutMs,
     maxRetries,
     topLogprobs: z.int().min(2).max(100).default(DEFAULT_TOP_LOGPROBS),
+    maxQuestions: maxQuestions.optional(),
   }),
   requiredEnv: ['UPSTREAM_BASE_URL', 'UPSTREAM_MODEL'],
   fromEnv: (env) => ({ ...remoteFromEnv(env), topLogprobs: env.topLogprobs }),
@@ -25,6 +27,7 @@ export const openai = defineKind({
       http({
         baseUrl: config.baseUrl,
         apiKey: config.apiKey,
+        headers: config.headers,
         maxRetries: config.maxRetries,
         requestIdHeader: 'x-request-id',
       }),

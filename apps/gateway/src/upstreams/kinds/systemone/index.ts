@@ -1,19 +1,31 @@
 import { z } from 'zod';
-import { httpUrl, maxRetries, remoteFromEnv, timeoutMs } from '../fields.ts';
+import { headers, httpUrl, maxQuestions, maxRetries, remoteFromEnv, timeoutMs, urlPath } from '../fields.ts';
 import { defineKind } from '../kind.ts';
 import { createSystemOneUpstream } from './systemone-upstream.ts';
 
-export const SYSTEMONE_DEFAULTS = { baseUrl: 'https://api.typesafe.ai', model: 'jev-1.13.0' } as const;
+export const SYSTEMONE_DEFAULTS = {
+  baseUrl: 'https://api.typesafe.ai',
+  model: 'jev-1.13.0',
+  path: '/v1/systemone',
+  /** The System One API takes at most 8 questions a call. */
+  maxQuestions: 8,
+} as const;
 
-/** Any service speaking the native System One protocol (docs/upstreams.md). */
+/**
+ * Any service speaking the System One body (docs/upstreams.md): the hosted API, and on their own
+ * paths and headers Fireworks, SGLang, OpenRouter, Portkey, or another gateway.
+ */
 export const systemone = defineKind({
   schema: z.strictObject({
     kind: z.literal('systemone'),
     baseUrl: httpUrl.default(SYSTEMONE_DEFAULTS.baseUrl),
+    path: urlPath.default(SYSTEMONE_DEFAULTS.path),
     apiKey: z.string().optional(),
+    headers,
     model: z.string().min(1).default(SYSTEMONE_DEFAULTS.model),
     timeoutMs,
     maxRetries,
+    maxQuestions: maxQuestions.max(SYSTEMONE_DEFAULTS.maxQuestions).default(SYSTEMONE_DEFAULTS.maxQuestions),
   }),
   requiredEnv: [],
   fromEnv: remoteFromEnv,
@@ -23,10 +35,10 @@ export const systemone = defineKind({
       http({
         baseUrl: config.baseUrl,
         apiKey: config.apiKey,
+        headers: config.headers,
         maxRetries: config.maxRetries,
         requestIdHeader: 'x-typesafe-request-id',
       }),
-      name,
-      config.model,
+      { name, model: config.model, path: config.path, maxQuestions: config.maxQuestions },
     ),
 });

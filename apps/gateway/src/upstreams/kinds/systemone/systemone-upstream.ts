@@ -2,27 +2,39 @@ import { failure, isPlainObject, type Usage } from '@decision-gateway/contract';
 import type { Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
 import type { UpstreamHttp } from '../../upstream-http.ts';
 
-/** Reservation bound for upstreams that count their own tokens (docs/http-api.md#credits). */
-export function byteBound(questions: number, bodyBytes: number): Usage {
-  // Input: the body's bytes plus 256 tokens per question (docs/http-api.md#credits); output: 256 per question, so
-  // the bound still holds if output tokens are priced.
-  return { input_tokens: bodyBytes + 256 * questions, output_tokens: 256 * questions };
+/**
+ * Reservation bound for upstreams that count their own tokens (docs/http-api.md#credits): the
+ * body's bytes plus 256 tokens per question, the bytes once per group of questions (each group
+ * carries the whole state); output 256 per question, so the bound holds if output is priced.
+ */
+export function byteBound(
+  questions: number,
+  bodyBytes: number,
+  maxQuestions = Number.POSITIVE_INFINITY,
+): Usage {
+  const groups = Math.max(1, Math.ceil(questions / maxQuestions));
+  return { input_tokens: groups * bodyBytes + 256 * questions, output_tokens: 256 * questions };
 }
 
 /**
  * A service speaking the native System One protocol: the gateway's own request with the model
- * mapped to `UPSTREAM_MODEL`, sent to `{base}/v1/systemone`. Native answers and usage pass
+ * mapped to `UPSTREAM_MODEL`, sent to `{base}{path}` (`/v1/systemone` by default). Native answers and usage pass
  * through (the gateway checks them). The answer is read from the native body, or from this
  * gateway's own envelope so that one gateway can front another (docs/upstreams.md).
  */
-export function createSystemOneUpstream(http: UpstreamHttp, name: string, upstreamModel: string): Upstream {
+export function createSystemOneUpstream(
+  http: UpstreamHttp,
+  options: { name: string; model: string; path: string; maxQuestions: number },
+): Upstream {
   return {
-    name,
-    usageBound: (request, bodyBytes) => byteBound(Object.keys(request.questions).length, bodyBytes),
+    name: options.name,
+    maxQuestions: options.maxQuestions,
+    usageBound: (request, bodyBytes) =>
+      byteBound(Object.keys(request.questions).length, bodyBytes, options.maxQuestions),
     async answer({ request, requestId, deadlineAt }: UpstreamCall): Promise<UpstreamOutcome> {
       const sent = await http.postJson(
-        '/v1/systemone',
-        { model: upstreamModel, state: request.state, questions: request.questions },
+        options.path,
+        { model: options.model, state: request.state, questions: request.questions },
         { requestId, deadlineAt },
       );
       if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail, unwell: sent.unwell };

@@ -1,5 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { bearer, post, sampleRequest, startGateway, type TestGateway } from '../../../../test/harness.ts';
+import {
+  bearer,
+  configuredRoutes,
+  post,
+  sampleRequest,
+  startGateway,
+  type TestGateway,
+} from '../../../../test/harness.ts';
 import {
   gatewayEnvelope,
   type Handler,
@@ -296,5 +303,85 @@ describe('UPSTREAM=systemone', () => {
     expect((await send()).status).toBe(200);
     expect(standIn.seen).toHaveLength(3);
     expect((await send()).status).toBe(200);
+  });
+});
+
+describe('every System One-shaped service: path, headers and liberal reading', () => {
+  /** A gateway over one systemone upstream defined in a configuration file. */
+  async function viaFile(handler: Handler, fields: string) {
+    const standIn = await startStandIn(handler);
+    const gw = await startGateway({
+      routes: configuredRoutes(
+        `upstreams:\n  svc: { kind: systemone, baseUrl: "${standIn.url}", maxRetries: 1, timeoutMs: 3000${fields} }\nroutes:\n  default: { upstreams: [svc] }`,
+        { PORTKEY_KEY: 'pk-secret' },
+      ),
+    });
+    cleanups.push(standIn.close, gw.close);
+    const key = await gw.createKey({ credits: 10 });
+    return { standIn, gw, key, send: () => post(gw.url, '/v1/systemone', sampleRequest(), bearer(key.key)) };
+  }
+
+  it('Portkey: its path and its own headers, values read from the environment', async () => {
+    const { standIn, send } = await viaFile(
+      (req, res) => json(res, 200, nativeAnswer(req)),
+      ', path: /v1/decisions, headers: { x-portkey-api-key: "${PORTKEY_KEY}", x-portkey-provider: typesafe }',
+    );
+    expect((await send()).status).toBe(200);
+    expect(standIn.seen[0]?.path).toBe('/v1/decisions');
+    expect(standIn.seen[0]?.headers).toMatchObject({
+      'x-portkey-api-key': 'pk-secret',
+      'x-portkey-provider': 'typesafe',
+    });
+  });
+
+  it('OpenRouter: fields it adds are ignored and a missing confidence is computed', async () => {
+    const { send } = await viaFile((req, res) => {
+      const body = nativeAnswer(req) as unknown as {
+        answers: Record<string, Record<string, unknown>>;
+        usage: Record<string, unknown>;
+      };
+      for (const answer of Object.values(body.answers)) {
+        delete answer.confidence;
+        delete answer.legend;
+        answer.x_label_mass = 0.98;
+      }
+      body.usage.cost = 0.0004;
+      json(res, 200, { id: 'gen-123', provider: 'TypeSafe', ...body });
+    }, ', path: /decisions');
+    const sent = await send();
+    expect(sent.status).toBe(200);
+    const { team, urgency } = sent.body.data.result.answers;
+    // (0.7 − 1/2) / (1 − 1/2) for the choice; the score's legend is the question's own levels.
+    expect(team.confidence).toBeCloseTo(0.4, 10);
+    expect(urgency.legend).toEqual({ '0': 'not urgent', '1': 'soon', '2': 'now' });
+    expect(team).not.toHaveProperty('x_label_mass');
+  });
+
+  it('an answer without probabilities is invalid: 502, uncharged', async () => {
+    const { send } = await viaFile((req, res) => {
+      const body = nativeAnswer(req) as unknown as { answers: Record<string, Record<string, unknown>> };
+      delete body.answers.team?.probabilities;
+      json(res, 200, body);
+    }, '');
+    const sent = await send();
+    expect(sent.status).toBe(502);
+    expect(sent.body.message).toContain('answers.team.probabilities');
+  });
+
+  it.each<[string, number, number, number, RegExp]>([
+    ['SGLang’s 422 for bad input: the caller’s 40001 with its reason', 422, 400, 40001, /too long/],
+    ['402 (no funds upstream): a 502, not retried', 402, 502, 50200, /HTTP 402/],
+    ['524 (a proxy’s timeout): retried, then 504', 524, 504, 50400, /did not answer in time/],
+    ['529 (overloaded): retried, then 503', 529, 503, 50300, /busy/],
+  ])('%s', async (_what, upstreamStatus, status, code, message) => {
+    const { standIn, send } = await viaFile(
+      (_req, res) => json(res, upstreamStatus, { detail: { error_type: 'x', message: 'input too long' } }),
+      '',
+    );
+    const sent = await send();
+    expect([sent.status, sent.body.code]).toEqual([status, code]);
+    expect(sent.body.message).toMatch(message);
+    // Retried only where the status says to come back: maxRetries 1 is two calls.
+    expect(standIn.seen).toHaveLength(upstreamStatus === 524 || upstreamStatus === 529 ? 2 : 1);
   });
 });

@@ -1,0 +1,47 @@
+import { failure } from '@decision-gateway/contract';
+import type { Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
+import type { UpstreamHttp } from '../../upstream-http.ts';
+import { byteBound } from '../systemone/systemone-upstream.ts';
+import { decisionsBody, readDecision } from './wire.ts';
+
+/** OpenAI rounds to two decimals: n values sum to 1 within max(0.02, n × 0.005). */
+export const roundedTolerance = (n: number) => Math.max(0.02, n * 0.005);
+
+/**
+ * Any service speaking OpenAI's Decisions API (`POST {baseUrl}/decisions`): OpenAI's own, Fireworks.
+ * It may decline a question (a refusal); its usage details reach OpenAI-door callers.
+ */
+export function createDecisionsUpstream(
+  http: UpstreamHttp,
+  options: { name: string; model: string; maxQuestions: number },
+): Upstream {
+  return {
+    name: options.name,
+    maxQuestions: options.maxQuestions,
+    refuses: true,
+    tolerance: roundedTolerance,
+    usageBound: (request, bodyBytes) =>
+      byteBound(Object.keys(request.questions).length, bodyBytes, options.maxQuestions),
+    async answer({ request, requestId, deadlineAt, original }: UpstreamCall): Promise<UpstreamOutcome> {
+      const { body, ids } = decisionsBody(request, options.model, original);
+      const sent = await http.postJson('/decisions', body, { requestId, deadlineAt });
+      if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail, unwell: sent.unwell };
+      // A caller's own questions may have no name: the API answers in question order.
+      const read = readDecision(sent.body, ids, request, original !== undefined);
+      if (!read.ok)
+        return {
+          ok: false,
+          failure: failure('upstream_error', `the upstream returned an invalid answer: ${read.reason}`),
+          detail: read.reason,
+        };
+      return {
+        ok: true,
+        answers: read.answers,
+        usage: read.usage,
+        upstreamRequestId: sent.upstreamRequestId,
+        ...(read.details && { usageDetails: read.details }),
+      };
+    },
+    close: http.close,
+  };
+}
