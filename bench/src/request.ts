@@ -35,3 +35,27 @@ export const BENCH_REQUEST = {
     refund: { type: 'noul', instructions: 'The customer asks for money back.' },
   },
 } as const;
+
+/** The same request in OpenAI's Decisions shape (the OpenAI door): the same state, the same three questions. */
+export const BENCH_OPENAI_REQUEST = {
+  model: MODEL_ID,
+  input: [{ role: 'user', content: [{ type: 'input_json', data: BENCH_REQUEST.state }] }],
+  questions: [
+    {
+      type: 'choice',
+      name: 'team',
+      instructions: BENCH_REQUEST.questions.team.instructions,
+      choices: Object.entries(BENCH_REQUEST.questions.team.criteria).map(([value, description]) => ({
+        value,
+        description,
+      })),
+    },
+    {
+      type: 'score',
+      name: 'urgency',
+      instructions: BENCH_REQUEST.questions.urgency.instructions,
+      levels: BENCH_REQUEST.questions.urgency.criteria.map((label) => ({ label })),
+    },
+    { type: 'predicate', name: 'refund', instructions: BENCH_REQUEST.questions.refund.instructions },
+  ],
+} as const;

@@ -12,7 +12,7 @@ import {
 } from './bench-support.ts';
 import { type LoadResult, loadCount, measureLoad, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
-import { BENCH_REQUEST } from './request.ts';
+import { BENCH_OPENAI_REQUEST, BENCH_REQUEST } from './request.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
@@ -168,6 +168,13 @@ async function main() {
       },
       { name: 'gateway REST', server: gateway, url: `${gateway.url}/v1/systemone`, headers: auth, body },
       { name: 'gateway tRPC', server: gateway, url: trpcCall.url, headers: auth, body: trpcCall.body },
+      {
+        name: 'gateway OpenAI door',
+        server: gateway,
+        url: `${gateway.url}/openai/v1/decisions`,
+        headers: auth,
+        body: JSON.stringify(BENCH_OPENAI_REQUEST),
+      },
       { name: 'gateway lexical', server: lexical, url: `${lexical.url}/v1/systemone`, headers: auth, body },
       {
         name: 'gateway cache hits',
@@ -302,6 +309,11 @@ function buildReport(
       bar: '≥ 0.9',
       met: ratio('gateway tRPC', 64).rps / ratio('gateway REST', 64).rps >= 0.9,
     },
+    openAiVsRestAt64: {
+      value: ratio('gateway OpenAI door', 64).rps / ratio('gateway REST', 64).rps,
+      bar: '≥ 0.9',
+      met: ratio('gateway OpenAI door', 64).rps / ratio('gateway REST', 64).rps >= 0.9,
+    },
     postgresVsSqliteAt64: {
       value: ratio('gateway PG+Redis', 64).rps / ratio('gateway REST', 64).rps,
       bar: '≥ 0.5',
@@ -373,6 +385,7 @@ function renderTable(report: Report): string {
     `| added p99, c=64 | ${report.targets.addedP99At64Ms.value.toFixed(1)} ms | ${report.targets.addedP99At64Ms.bar} | ${yes(report.targets.addedP99At64Ms.met)} |`,
     `| RSS growth over ${report.memory.requests.toLocaleString('en')} requests | ${report.targets.rssGrowthMb.value.toFixed(1)} MB | ${report.targets.rssGrowthMb.bar} | ${yes(report.targets.rssGrowthMb.met)} |`,
     `| tRPC vs REST throughput, c=64 | ${report.targets.trpcVsRestAt64.value.toFixed(2)}× | ${report.targets.trpcVsRestAt64.bar} | ${yes(report.targets.trpcVsRestAt64.met)} |`,
+    `| OpenAI door vs REST throughput (the same 3 questions), c=64 | ${report.targets.openAiVsRestAt64.value.toFixed(2)}× | ${report.targets.openAiVsRestAt64.bar} | ${yes(report.targets.openAiVsRestAt64.met)} |`,
     `| PostgreSQL + Redis vs SQLite throughput, one key, c=64 | ${report.targets.postgresVsSqliteAt64.value.toFixed(2)}× | ${report.targets.postgresVsSqliteAt64.bar} | ${yes(report.targets.postgresVsSqliteAt64.met)} |`,
     `| PostgreSQL + Redis vs SQLite throughput, ${SPREAD_KEYS} keys, c=64 | ${report.targets.postgresVsSqliteSpreadAt64.value.toFixed(2)}× | ${report.targets.postgresVsSqliteSpreadAt64.bar} | ${yes(report.targets.postgresVsSqliteSpreadAt64.met)} |`,
     `| PostgreSQL + Redis added p50 over SQLite, c=1 | ${report.targets.postgresAddedP50At1Ms.value.toFixed(2)} ms | ${report.targets.postgresAddedP50At1Ms.bar} | ${yes(report.targets.postgresAddedP50At1Ms.met)} |`,

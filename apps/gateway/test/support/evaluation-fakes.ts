@@ -21,6 +21,20 @@ export const KEY: KeyAuth = {
   revokedAt: null,
 };
 
+/** A browser token of KEY, with its own rate limit or route where a test gives one. */
+export function tokenOf(overrides: { rateLimitPerMinute?: number | null; route?: string | null } = {}) {
+  return {
+    id: 'tok_1',
+    keyId: KEY.id,
+    expiresAt: Number.MAX_SAFE_INTEGER,
+    maxCreditsMicro: null,
+    origins: null,
+    subject: null,
+    rateLimitPerMinute: overrides.rateLimitPerMinute ?? null,
+    route: overrides.route ?? null,
+  };
+}
+
 export interface FakeStore extends Store {
   reserved: { requestId: string; amount: number }[];
   settled: UsageEntry[];

@@ -7,6 +7,7 @@ import {
   fakeRoute,
   KEY,
   noulRequest,
+  tokenOf,
 } from '../../../test/support/evaluation-fakes.ts';
 import { createMemoryCache } from '../../cache/memory-cache.ts';
 import { authenticateCaller, confirmPayer } from './authenticate.ts';
@@ -60,19 +61,7 @@ describe('stage: rate limit', () => {
     ctx.payer = {
       ...KEY,
       unconfirmed: false,
-      token:
-        tokenPerMinute === undefined
-          ? null
-          : {
-              id: 'tok_1',
-              keyId: KEY.id,
-              expiresAt: Number.MAX_SAFE_INTEGER,
-              maxCreditsMicro: null,
-              origins: null,
-              subject: null,
-              rateLimitPerMinute: tokenPerMinute,
-              route: null,
-            },
+      token: tokenPerMinute === undefined ? null : tokenOf({ rateLimitPerMinute: tokenPerMinute }),
     };
     const deps2 = { ...deps, clock: () => 1_000_000 };
     const answers = [];
@@ -161,19 +150,7 @@ describe('stage: resolve the route', () => {
       ...KEY,
       route: keyRoute,
       unconfirmed: false,
-      token:
-        tokenRoute === undefined
-          ? null
-          : {
-              id: 'tok_1',
-              keyId: KEY.id,
-              expiresAt: Number.MAX_SAFE_INTEGER,
-              maxCreditsMicro: null,
-              origins: null,
-              subject: null,
-              rateLimitPerMinute: null,
-              route: tokenRoute,
-            },
+      token: tokenRoute === undefined ? null : tokenOf({ route: tokenRoute }),
     };
     return ctx;
   }

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { UpstreamHttp } from '../upstream-http.ts';
+import type { KindContext } from './kind.ts';
 
 /** The defaults every kind shares (docs/upstreams.md): the environment and the file both use these. */
 export const UPSTREAM_DEFAULTS = { timeoutMs: 10_000, maxRetries: 2 } as const;
@@ -34,3 +36,22 @@ export const maxQuestions = z.int().min(1).max(400);
 
 /** A path on the upstream's base URL. */
 export const urlPath = z.string().regex(/^\/[^?#\s]*$/, { error: 'must be a path starting with /' });
+
+/** The fields every remote kind takes beside its `baseUrl` and `model`. */
+export const remoteFields = { apiKey: z.string().optional(), headers, timeoutMs, maxRetries };
+
+/** A remote kind's HTTP client, from its configured fields. */
+export function connect(
+  config: {
+    baseUrl: string;
+    apiKey?: string | undefined;
+    headers?: Readonly<Record<string, string>> | undefined;
+    maxRetries: number;
+  },
+  context: KindContext,
+  /** The header its responses carry their own request id in. */
+  requestIdHeader: string,
+): UpstreamHttp {
+  const { baseUrl, apiKey, headers, maxRetries } = config;
+  return context.http({ baseUrl, apiKey, headers, maxRetries, requestIdHeader });
+}

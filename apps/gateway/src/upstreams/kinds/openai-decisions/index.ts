@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { headers, httpUrl, maxQuestions, maxRetries, remoteFromEnv, timeoutMs } from '../fields.ts';
+import { connect, httpUrl, maxQuestions, remoteFields, remoteFromEnv } from '../fields.ts';
 import { defineKind } from '../kind.ts';
 import { createDecisionsUpstream } from './decisions-upstream.ts';
 
@@ -14,25 +14,17 @@ export const openaiDecisions = defineKind({
   schema: z.strictObject({
     kind: z.literal('openai-decisions'),
     baseUrl: httpUrl,
-    apiKey: z.string().optional(),
-    headers,
+    ...remoteFields,
     model: z.string().min(1),
-    timeoutMs,
-    maxRetries,
     maxQuestions: maxQuestions.default(DECISIONS_MAX_QUESTIONS),
   }),
   requiredEnv: ['UPSTREAM_BASE_URL', 'UPSTREAM_MODEL'],
   fromEnv: remoteFromEnv,
   remote: true,
-  create: (name, config, { http }) =>
-    createDecisionsUpstream(
-      http({
-        baseUrl: config.baseUrl,
-        apiKey: config.apiKey,
-        headers: config.headers,
-        maxRetries: config.maxRetries,
-        requestIdHeader: 'x-request-id',
-      }),
-      { name, model: config.model, maxQuestions: config.maxQuestions },
-    ),
+  create: (name, config, context) =>
+    createDecisionsUpstream(connect(config, context, 'x-request-id'), {
+      name,
+      model: config.model,
+      maxQuestions: config.maxQuestions,
+    }),
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { headers, httpUrl, maxQuestions, maxRetries, remoteFromEnv, timeoutMs } from '../fields.ts';
+import { connect, httpUrl, maxQuestions, remoteFields, remoteFromEnv } from '../fields.ts';
 import { defineKind } from '../kind.ts';
 import { createOpenAiUpstream } from './openai-upstream.ts';
 
@@ -11,26 +11,18 @@ export const openai = defineKind({
   schema: z.strictObject({
     kind: z.literal('openai'),
     baseUrl: httpUrl,
-    apiKey: z.string().optional(),
-    headers,
+    ...remoteFields,
     model: z.string().min(1),
-    timeoutMs,
-    maxRetries,
     topLogprobs: z.int().min(2).max(100).default(DEFAULT_TOP_LOGPROBS),
     maxQuestions: maxQuestions.optional(),
   }),
   requiredEnv: ['UPSTREAM_BASE_URL', 'UPSTREAM_MODEL'],
   fromEnv: (env) => ({ ...remoteFromEnv(env), topLogprobs: env.topLogprobs }),
   remote: true,
-  create: (name, config, { http }) =>
-    createOpenAiUpstream(
-      http({
-        baseUrl: config.baseUrl,
-        apiKey: config.apiKey,
-        headers: config.headers,
-        maxRetries: config.maxRetries,
-        requestIdHeader: 'x-request-id',
-      }),
-      { name, model: config.model, topLogprobs: config.topLogprobs },
-    ),
+  create: (name, config, context) =>
+    createOpenAiUpstream(connect(config, context, 'x-request-id'), {
+      name,
+      model: config.model,
+      topLogprobs: config.topLogprobs,
+    }),
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { headers, httpUrl, maxQuestions, maxRetries, remoteFromEnv, timeoutMs, urlPath } from '../fields.ts';
+import { connect, httpUrl, maxQuestions, remoteFields, remoteFromEnv, urlPath } from '../fields.ts';
 import { defineKind } from '../kind.ts';
 import { createSystemOneUpstream } from './systemone-upstream.ts';
 
@@ -20,25 +20,18 @@ export const systemone = defineKind({
     kind: z.literal('systemone'),
     baseUrl: httpUrl.default(SYSTEMONE_DEFAULTS.baseUrl),
     path: urlPath.default(SYSTEMONE_DEFAULTS.path),
-    apiKey: z.string().optional(),
-    headers,
+    ...remoteFields,
     model: z.string().min(1).default(SYSTEMONE_DEFAULTS.model),
-    timeoutMs,
-    maxRetries,
     maxQuestions: maxQuestions.max(SYSTEMONE_DEFAULTS.maxQuestions).default(SYSTEMONE_DEFAULTS.maxQuestions),
   }),
   requiredEnv: [],
   fromEnv: remoteFromEnv,
   remote: true,
-  create: (name, config, { http }) =>
-    createSystemOneUpstream(
-      http({
-        baseUrl: config.baseUrl,
-        apiKey: config.apiKey,
-        headers: config.headers,
-        maxRetries: config.maxRetries,
-        requestIdHeader: 'x-typesafe-request-id',
-      }),
-      { name, model: config.model, path: config.path, maxQuestions: config.maxQuestions },
-    ),
+  create: (name, config, context) =>
+    createSystemOneUpstream(connect(config, context, 'x-typesafe-request-id'), {
+      name,
+      model: config.model,
+      path: config.path,
+      maxQuestions: config.maxQuestions,
+    }),
 });

@@ -324,6 +324,7 @@ describe('every System One-shaped service: path, headers and liberal reading', (
   it('Portkey: its path and its own headers, values read from the environment', async () => {
     const { standIn, send } = await viaFile(
       (req, res) => json(res, 200, nativeAnswer(req)),
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the configuration file's own ${NAME}, read from the environment
       ', path: /v1/decisions, headers: { x-portkey-api-key: "${PORTKEY_KEY}", x-portkey-provider: typesafe }',
     );
     expect((await send()).status).toBe(200);
