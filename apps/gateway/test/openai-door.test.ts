@@ -315,3 +315,84 @@ describe('the OpenAI door refuses bad input clearly, at its path, uncharged, wit
     expect(wrong.headers.get('allow')).toBe('POST');
   });
 });
+
+describe('the OpenAI door from a browser: tokens and CORS', () => {
+  const ORIGIN = 'http://127.0.0.1:5173';
+  let gw: TestGateway;
+  let key: { id: string; key: string };
+  beforeAll(async () => {
+    gw = await startGateway({ corsOrigins: [ORIGIN] });
+    key = await gw.createKey({ credits: 100 });
+  });
+  afterAll(async () => {
+    await gw.close();
+  });
+
+  it('answers the preflight for /openai/v1/*, allowing the SDK’s own headers', async () => {
+    const preflight = await fetch(`${gw.url}/openai/v1/decisions`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: ORIGIN,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type, x-stainless-os',
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+    expect(preflight.headers.get('access-control-allow-headers')).toContain('x-stainless-os');
+  });
+
+  it('a token works from its origin and is refused from another; an API key from a browser origin is refused', async () => {
+    const minted = await post(
+      gw.url,
+      '/v1/tokens',
+      { origins: [ORIGIN], subject: 'user-9' },
+      bearer(key.key),
+    );
+    const token = minted.body.data.token as string;
+    const request = {
+      model: 'vendor/model-1.13',
+      input: 'Refund please',
+      questions: [{ type: 'predicate', name: 'refund', instructions: 'A refund?' }],
+    };
+    const fromPage = await post(gw.url, '/openai/v1/decisions', request, {
+      ...bearer(token),
+      origin: ORIGIN,
+    });
+    expect(fromPage.status).toBe(200);
+    expect(fromPage.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+    expect(fromPage.headers.get('access-control-expose-headers')).toContain('x-credits-used');
+    const elsewhere = await post(gw.url, '/openai/v1/decisions', request, {
+      ...bearer(token),
+      origin: 'https://evil.example',
+    });
+    expect([elsewhere.status, elsewhere.body.gateway_code, elsewhere.body.error.type]).toEqual([
+      403,
+      40300,
+      'permission_error',
+    ]);
+    const keyInPage = await post(gw.url, '/openai/v1/decisions', request, {
+      ...bearer(key.key),
+      origin: ORIGIN,
+    });
+    expect([keyInPage.status, keyInPage.body.gateway_code]).toEqual([403, 40300]);
+    expect(keyInPage.headers.get('access-control-allow-origin')).toBeNull();
+    // Refused at authentication, neither left a record: the last is the page's, with its user.
+    expect((await gw.store.usage(key.id, 1)).recent[0]?.subject).toBe('user-9');
+  });
+
+  it('an unknown route is 40004 in OpenAI’s shape, naming the routes', async () => {
+    const sent = await post(
+      gw.url,
+      '/openai/v1/decisions',
+      { model: 'vendor/model-1.13', input: 'x', questions: [{ type: 'predicate', instructions: 'y' }] },
+      { ...bearer(key.key), 'x-dg-route': 'nope' },
+    );
+    expect([sent.status, sent.body.gateway_code, sent.body.error.code]).toEqual([
+      400,
+      40004,
+      'unknown_route',
+    ]);
+    expect(sent.body.error.message).toContain('the routes are: default');
+  });
+});
