@@ -13,10 +13,20 @@ import {
  * at once, each with the whole state. The attempt succeeds only if every group does; its answers
  * are the groups' together and its usage their sum.
  */
-export async function askInGroups(upstream: Upstream, call: UpstreamCall): Promise<UpstreamOutcome> {
-  const ids = Object.keys(call.request.questions);
+export function askInGroups(upstream: Upstream, call: UpstreamCall): Promise<UpstreamOutcome> {
+  // Not async: a request within one call, the common case, pays no promise layer of its own.
   const size = upstream.maxQuestions;
-  if (size === undefined || ids.length <= size) return upstream.answer(call);
+  if (size === undefined) return upstream.answer(call);
+  const ids = Object.keys(call.request.questions);
+  return ids.length <= size ? upstream.answer(call) : inGroups(upstream, call, ids, size);
+}
+
+async function inGroups(
+  upstream: Upstream,
+  call: UpstreamCall,
+  ids: string[],
+  size: number,
+): Promise<UpstreamOutcome> {
   const groups: UpstreamCall[] = [];
   for (let start = 0; start < ids.length; start += size) {
     const questions = Object.fromEntries(

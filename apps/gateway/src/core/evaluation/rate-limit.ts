@@ -6,17 +6,29 @@ import type { StageDeps } from './deps.ts';
  * Stage 2: a token from the key's bucket for every request, and from a browser token's own bucket
  * on top of it (README.md#configuration). 429 when either is empty.
  */
-export async function rateLimit(
+export function rateLimit(
   ctx: EvaluationContext,
   deps: Pick<StageDeps, 'rateLimiter' | 'defaultRateLimitPerMinute' | 'clock'>,
-): Promise<GatewayFailure | undefined> {
+): Promise<GatewayFailure | undefined> | undefined {
   const payer = ctx.payer as NonNullable<EvaluationContext['payer']>;
   const limit = payer.rateLimitPerMinute ?? deps.defaultRateLimitPerMinute;
+  const tokenLimit = payer.token?.rateLimitPerMinute;
+  // No bucket to take from (limits off): nothing to wait for.
+  if (limit <= 0 && !tokenLimit) return undefined;
+  return takeTokens(ctx, deps, limit, tokenLimit);
+}
+
+async function takeTokens(
+  ctx: EvaluationContext,
+  deps: Pick<StageDeps, 'rateLimiter' | 'clock'>,
+  limit: number,
+  tokenLimit: number | null | undefined,
+): Promise<GatewayFailure | undefined> {
+  const payer = ctx.payer as NonNullable<EvaluationContext['payer']>;
   if (limit > 0) {
     const over = await overLimit(deps, payer.id, limit, 'the key');
     if (over) return over;
   }
-  const tokenLimit = payer.token?.rateLimitPerMinute;
   if (payer.token && tokenLimit) return overLimit(deps, `token:${payer.token.id}`, tokenLimit, 'the token');
   return undefined;
 }
