@@ -18,6 +18,9 @@ export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
 const isProbability = (x: unknown): x is number => typeof x === 'number' && x >= 0 && x <= 1;
 const fail = (reason: string): Checked<never> => ({ ok: false, reason });
 
+const defaultTolerance = () => SUM_TOLERANCE;
+const NO_OPTIONS: CheckOptions = {};
+
 export interface CheckOptions {
   /**
    * The upstream may decline a question (`{"type": "refusal"}`): its ID is returned in `refused`
@@ -43,10 +46,10 @@ export interface CheckedDecision {
 export function checkDecision(
   questions: Questions,
   raw: unknown,
-  options: CheckOptions = {},
+  options: CheckOptions = NO_OPTIONS,
 ): Checked<CheckedDecision> {
   if (!isPlainObject(raw)) return fail('answers: not an object');
-  const tolerance = options.tolerance ?? (() => SUM_TOLERANCE);
+  const tolerance = options.tolerance ?? defaultTolerance;
   const checked: [string, Answer][] = [];
   const refused: string[] = [];
   for (const id of Object.keys(questions)) {

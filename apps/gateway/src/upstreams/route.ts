@@ -7,6 +7,7 @@ import {
   type UsageDetails,
 } from '@decision-gateway/contract';
 import {
+  type CheckOptions,
   checkDecision,
   checkUsage,
   MAX_TOKEN_COUNT,
@@ -143,6 +144,19 @@ function merge(result: Combined, later: Answered, name: string): void {
 export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
   const clock = deps.clock ?? Date.now;
   const random = deps.random ?? Math.random;
+  /** How each upstream's answers are checked (may it refuse, how it rounds): made once per upstream. */
+  const checks = new Map<Upstream, CheckOptions>();
+  const checksFor = (upstream: Upstream): CheckOptions => {
+    let options = checks.get(upstream);
+    if (options === undefined) {
+      options = {
+        ...(upstream.refuses && { refusals: true }),
+        ...(upstream.tolerance && { tolerance: upstream.tolerance }),
+      };
+      checks.set(upstream, options);
+    }
+    return options;
+  };
 
   /** One attempt on one upstream, bounded by its timeout and the route's deadline, then checked. */
   async function attempt(member: RouteMember, call: UpstreamCall, request: EvaluationRequest) {
@@ -155,11 +169,7 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
       deps.events?.called?.(name, 'error', seconds);
       return outcome;
     }
-    const upstream = member.upstream;
-    const answers = checkDecision(request.questions, outcome.answers, {
-      ...(upstream.refuses && { refusals: true }),
-      ...(upstream.tolerance && { tolerance: upstream.tolerance }),
-    });
+    const answers = checkDecision(request.questions, outcome.answers, checksFor(member.upstream));
     const usage = checkUsage(outcome.usage);
     if (!answers.ok || !usage.ok) {
       deps.events?.called?.(name, 'invalid', seconds);
@@ -215,7 +225,8 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
     let last: { failure: GatewayFailure; detail?: string } | undefined;
     let first: Answered | undefined;
     let firstIndex = -1;
-    for (const [index, member] of members.entries()) {
+    for (let index = 0; index < members.length; index++) {
+      const member = members[index] as RouteMember;
       // No upstream is started once the deadline has passed.
       if (tried.length > 0 && clock() >= call.deadlineAt) break;
       const name = member.upstream.name;
@@ -239,6 +250,10 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
     }
 
     const firstName = (members[firstIndex] as RouteMember).upstream.name;
+    const rule = spec.escalate;
+    // The common case: one upstream answered everything, and nothing goes on to another.
+    if (first.refused.length === 0 && (rule === undefined || rule.to.upstream.name === firstName))
+      return { ok: true, ...first, upstream: firstName };
     const result: Combined = {
       answers: first.answers,
       refused: first.refused,
@@ -248,7 +263,6 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
       ...(first.labelMass !== undefined && { labelMass: first.labelMass }),
       ...(first.usageDetails !== undefined && { usageDetails: first.usageDetails }),
     };
-    const rule = spec.escalate;
     if (rule !== undefined && rule.to.upstream.name !== firstName) await escalate(call, rule, result);
     // Declined questions the door cannot show: the route's next upstreams, in order, until one answers.
     if (result.refused.length > 0 && !call.showsRefusals) {

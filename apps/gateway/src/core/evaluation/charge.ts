@@ -1,7 +1,7 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import { refusedKeyFailure } from '../../auth/api-keys.ts';
 import { StoreUnavailableError } from '../../store/store.ts';
-import type { Route, RouteOutcome } from '../../upstreams/route.ts';
+import type { Route, RouteCall, RouteOutcome } from '../../upstreams/route.ts';
 import { costMicro, fromMicro } from '../credits.ts';
 import { confirmPayer, refuse } from './authenticate.ts';
 import type { EvaluationContext } from './context.ts';
@@ -58,14 +58,15 @@ export async function charge(ctx: EvaluationContext, deps: StageDeps): Promise<G
 /** The route's upstreams, within the route's deadline. */
 async function ask(ctx: EvaluationContext, route: Route, deps: StageDeps): Promise<RouteOutcome> {
   const started = performance.now();
-  const outcome = await route.answer({
+  const call: RouteCall = {
     request: ctx.request as NonNullable<EvaluationContext['request']>,
     bodyBytes: ctx.bodyBytes,
     requestId: ctx.call.requestId,
     deadlineAt: deps.clock() + route.spec.deadlineMs,
-    ...(ctx.original && { original: ctx.original }),
-    ...(ctx.call.dialect?.showsRefusals && { showsRefusals: true }),
-  });
+  };
+  if (ctx.original) call.original = ctx.original;
+  if (ctx.call.dialect?.showsRefusals) call.showsRefusals = true;
+  const outcome = await route.answer(call);
   ctx.log.upstreamMs = performance.now() - started;
   return outcome;
 }
@@ -111,9 +112,9 @@ async function settle(
     answers: outcome.answers,
     refused: outcome.refused,
     usage: outcome.usage,
-    ...(outcome.usageDetails && { usageDetails: outcome.usageDetails }),
     upstream: outcome.upstream,
     creditsUsed,
   };
+  if (outcome.usageDetails) ctx.answered.usageDetails = outcome.usageDetails;
   return undefined;
 }

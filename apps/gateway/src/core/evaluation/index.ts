@@ -127,15 +127,16 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
       EvaluationContext['answered']
     >;
     const elapsedMs = Math.round(performance.now() - ctx.call.startedAt);
-    return {
+    const outcome: EvaluationOutcome = {
       ok: true,
       log: ctx.log,
       meta: ctx.meta,
       data: { result: { model: MODEL_ID, answers, usage, elapsedMs }, creditsUsed },
       refused,
-      ...(usageDetails && { usageDetails }),
-      ...(ctx.original && { original: ctx.original }),
     };
+    if (usageDetails) outcome.usageDetails = usageDetails;
+    if (ctx.original) outcome.original = ctx.original;
+    return outcome;
   }
 
   async function abandonInFlight(): Promise<number> {
