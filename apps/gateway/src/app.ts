@@ -19,6 +19,8 @@ import type { Store } from './store/store.ts';
 import { createUpstreamRegistry } from './upstreams/registry.ts';
 import type { Route } from './upstreams/route.ts';
 import { buildRoutes, type UpstreamStats, upstreamHealth } from './upstreams/routes.ts';
+import { startMaintenance, usageRetention } from './usage/maintenance.ts';
+import { createUsageReports, type UsageReports } from './usage/reports.ts';
 
 /**
  * The composition root: every service of the gateway is built here, once, and handed to the
@@ -66,6 +68,8 @@ export interface GatewayServices {
   evaluator: Evaluator;
   tokens: TokenService;
   keys: KeyService;
+  /** Usage series and summaries, from the rollups (README.md#usage-at-any-volume). */
+  reports: UsageReports;
   cache: DecisionCache | undefined;
   corsOrigins: readonly string[];
   adminToken: string | undefined;
@@ -108,6 +112,7 @@ export function createServices(parts: GatewayParts): GatewayServices {
     evaluator,
     tokens: createTokenService(parts.store, clock, routeNames),
     keys: createKeyService(parts.store, clock, routeNames),
+    reports: createUsageReports(parts.store, clock),
     cache: parts.cache,
     corsOrigins,
     adminToken: parts.adminToken,
@@ -216,11 +221,18 @@ export async function openGateway(config: Config, logger: Logger): Promise<Opene
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     ...(rateLimiter && { rateLimiter }),
   });
+  // The upgrade's fold and retention, in the background from now on (README.md#usage-at-any-volume).
+  const maintenance = startMaintenance({
+    store,
+    tasks: usageRetention(store, config.retention.usageDays),
+    logger,
+  });
   return {
     gateway,
     upstreams: [...upstreams.keys()],
     routes: [...routes.keys()],
     async close() {
+      await maintenance.stop();
       await Promise.all([...upstreams.values()].map((upstream) => upstream.close?.()));
       await rateLimiter?.close();
       await cache?.close?.();

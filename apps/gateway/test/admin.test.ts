@@ -294,6 +294,106 @@ describe('admin API for the console', () => {
     }
   });
 
+  it('rounds a series down to its UTC step, and refuses a resolution no longer kept', async () => {
+    const now = Date.parse('2026-11-23T10:30:30Z');
+    const gw = await startGateway({ adminToken: ADMIN_TOKEN, clock: () => now });
+    try {
+      const { key } = await gw.createKey({ credits: 10 });
+      await post(gw.url, '/v1/systemone', sampleRequest(), bearer(key));
+      const rounded = await get(gw.url, '/admin/usage/series?from=2026-11-23T10:17:42Z&step=minute', admin);
+      expect(rounded.body.data.series[0].at).toBe('2026-11-23T10:17:00.000Z');
+      expect(rounded.body.data.series.at(-1)).toMatchObject({ at: '2026-11-23T10:30:00.000Z', requests: 1 });
+      // Minute rollups are kept 14 days, hour rollups 400: older, that resolution is gone.
+      const minuteGone = await get(
+        gw.url,
+        '/admin/usage/series?from=2026-11-09T10:00:00Z&to=2026-11-09T11:00:00Z&step=minute',
+        admin,
+      );
+      expect(minuteGone.body).toMatchObject({ code: 40001, error: { issues: [{ path: ['from'] }] } });
+      expect(minuteGone.body.message).toContain('kept 14 days');
+      const minuteKept = await get(
+        gw.url,
+        '/admin/usage/series?from=2026-11-09T11:00:00Z&to=2026-11-09T12:00:00Z&step=minute',
+        admin,
+      );
+      expect(minuteKept.status).toBe(200);
+      const hourGone = await get(
+        gw.url,
+        '/admin/usage/series?from=2025-10-01T00:00:00Z&to=2025-10-02T00:00:00Z&step=hour',
+        admin,
+      );
+      expect(hourGone.body.message).toContain('kept 400 days');
+      const days = await get(
+        gw.url,
+        '/admin/usage/series?from=2025-10-01T00:00:00Z&to=2025-10-02T00:00:00Z&step=day',
+        admin,
+      );
+      expect(days.body.data.series).toHaveLength(1);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('summarises a range: totals, by route, by upstream and the keys that spent most, with percentiles', async () => {
+    let now = Date.parse('2026-11-23T10:30:30Z');
+    const gw = await startGateway({ adminToken: ADMIN_TOKEN, clock: () => now });
+    try {
+      const small = await gw.createKey({ credits: 10 });
+      const big = await gw.createKey({ credits: 10 });
+      const one = (await post(gw.url, '/v1/systemone', sampleRequest(), bearer(small.key))).body.data
+        .creditsUsed;
+      now += 2 * 86_400_000;
+      await post(gw.url, '/v1/systemone', sampleRequest(), bearer(big.key));
+      await post(gw.url, '/v1/systemone', sampleRequest(), bearer(big.key));
+      await post(gw.url, '/v1/systemone', { ...sampleRequest(), state: null }, bearer(big.key));
+      const summary = await get(gw.url, '/admin/usage/summary?from=2026-11-23T10:29:10Z', admin);
+      expect(summary.status).toBe(200);
+      const data = summary.body.data;
+      expect(data.from).toBe('2026-11-23T10:29:00.000Z');
+      expect(data.to).toBe('2026-11-25T10:31:00.000Z');
+      expect(data.totals).toMatchObject({ requests: 4, errors: 1, cacheHits: 0 });
+      expect(data.totals.creditsUsed).toBeCloseTo(3 * one, 6);
+      expect(data.totals.p50ElapsedMs).toEqual(expect.any(Number));
+      expect(data.totals.p95ElapsedMs).toBeGreaterThanOrEqual(data.totals.p50ElapsedMs);
+      expect(data.byRoute).toEqual([expect.objectContaining({ route: 'default', requests: 4 })]);
+      expect(data.byUpstream.map((u: { upstream: string }) => u.upstream)).toContain('lexical');
+      expect(data.byKey.map((k: { keyId: string; requests: number }) => [k.keyId, k.requests])).toEqual([
+        [big.id, 3],
+        [small.id, 1],
+      ]);
+      const mine = await get(
+        gw.url,
+        `/admin/usage/summary?from=2026-11-23T00:00:00Z&keyId=${small.id}`,
+        admin,
+      );
+      expect(mine.body.data.totals.requests).toBe(1);
+      expect(mine.body.data.byKey).toEqual([
+        expect.objectContaining({ keyId: small.id, name: expect.any(String) }),
+      ]);
+
+      const long = await get(
+        gw.url,
+        '/admin/usage/summary?from=2025-10-01T00:00:00Z&to=2026-11-23T00:00:00Z',
+        admin,
+      );
+      expect(long.body).toMatchObject({ code: 40001, error: { issues: [{ path: ['to'] }] } });
+      expect((await get(gw.url, '/admin/usage/summary', admin)).body).toMatchObject({
+        code: 40001,
+        error: { issues: [{ path: ['from'] }] },
+      });
+      expect(
+        (await get(gw.url, '/admin/usage/summary?from=2026-11-23T00:00:00Z&to=2026-11-22T00:00:00Z', admin))
+          .body.code,
+      ).toBe(40001);
+      expect(
+        (await get(gw.url, '/admin/usage/summary?from=2026-11-23T00:00:00Z&keyId=key_none', admin)).body.code,
+      ).toBe(40400);
+      expect((await get(gw.url, '/admin/usage/summary?from=2026-11-23T00:00:00Z', {})).body.code).toBe(40100);
+    } finally {
+      await gw.close();
+    }
+  });
+
   it('shows the upstreams with their circuit and counts, and the routes', async () => {
     const gw = await startGateway({ adminToken: ADMIN_TOKEN });
     try {

@@ -43,7 +43,8 @@ describe('pnpm keys CLI', () => {
     expect(series.code).toBe(0);
     const { step, series: points } = series.json();
     expect(step).toBe('hour');
-    expect(points).toHaveLength(24);
+    // The last 24 hours, `from` rounded down to its hour: 25 started hours.
+    expect(points).toHaveLength(25);
     expect(points[0]).toMatchObject({ requests: 0, p50ElapsedMs: null });
     const text = await cli('usage', key.id, '--series', 'day', '--from', '2026-01-01T00:00:00Z');
     expect(text.stdout).toMatch(/^per day: at, requests/);

@@ -222,18 +222,58 @@ export const UsageSeriesQuery = z
   });
 export type UsageSeriesQuery = z.infer<typeof UsageSeriesQuery>;
 
-export const UsagePoint = z.strictObject({
-  at: z.string().meta({ description: 'The start of the step.' }),
+/** What usage sums to over a step or a range (README.md#usage-at-any-volume), latencies over every record. */
+const usageFigures = {
   requests: z.number().int(),
   errors: z.number().int().meta({ description: 'Records with a status other than 200.' }),
   creditsUsed: z.number(),
   input_tokens: z.number().int(),
   output_tokens: z.number().int(),
   cacheHits: z.number().int(),
-  p50ElapsedMs: z.number().nullable(),
+  p50ElapsedMs: z
+    .number()
+    .nullable()
+    .meta({ description: 'From the latency buckets, as histogram_quantile.' }),
   p95ElapsedMs: z.number().nullable(),
+};
+
+export const UsagePoint = z.strictObject({
+  at: z.string().meta({ description: 'The start of the step (UTC).' }),
+  ...usageFigures,
 });
 export type UsagePoint = z.infer<typeof UsagePoint>;
+
+export const UsageFigures = z.strictObject(usageFigures).meta({ id: 'UsageFigures' });
+export type UsageFigures = z.infer<typeof UsageFigures>;
+
+/** `GET /admin/usage/summary` (README.md#usage-at-any-volume): the console's Overview. */
+export const UsageSummaryQuery = z
+  .strictObject({
+    keyId: z.string().min(1).optional().meta({ description: 'One key; all keys when absent.' }),
+    from: z.iso.datetime({ offset: true }).meta({ description: 'Start, inclusive.' }),
+    to: z.iso.datetime({ offset: true }).optional().meta({ description: 'End, exclusive (default: now).' }),
+  })
+  .refine((q) => q.to === undefined || Date.parse(q.to) > Date.parse(q.from), {
+    error: 'to must come after from',
+    path: ['to'],
+  });
+export type UsageSummaryQuery = z.infer<typeof UsageSummaryQuery>;
+
+export const UsageSummary = z
+  .strictObject({
+    from: z
+      .string()
+      .meta({ description: 'The start summed: `from` rounded down to the finest resolution still kept.' }),
+    to: z.string().meta({ description: 'The end summed (exclusive), rounded up likewise.' }),
+    totals: UsageFigures,
+    byRoute: z.array(z.strictObject({ route: z.string().nullable(), ...usageFigures })),
+    byUpstream: z.array(z.strictObject({ upstream: z.string().nullable(), ...usageFigures })),
+    byKey: z
+      .array(z.strictObject({ keyId: z.string(), name: z.string(), prefix: z.string(), ...usageFigures }))
+      .meta({ description: 'The 20 keys that spent most credits, most first.' }),
+  })
+  .meta({ id: 'UsageSummary' });
+export type UsageSummary = z.infer<typeof UsageSummary>;
 
 export const UsageSeries = z
   .strictObject({ step: z.enum(['minute', 'hour', 'day']), series: z.array(UsagePoint) })

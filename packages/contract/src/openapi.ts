@@ -11,6 +11,7 @@ import {
   UpstreamHealth,
   UsageReport,
   UsageSeries,
+  UsageSummary,
 } from './admin.ts';
 import { EvaluationData } from './answer.ts';
 import { ErrorEnvelope, successEnvelope } from './envelope.ts';
@@ -48,6 +49,7 @@ const envelopes = {
   CreateTokenBody,
   CreatedTokenEnvelope: successEnvelope(CreatedToken),
   UsageSeriesEnvelope: successEnvelope(UsageSeries),
+  UsageSummaryEnvelope: successEnvelope(UsageSummary),
   UpstreamHealthEnvelope: successEnvelope(UpstreamHealth),
   HealthEnvelope: successEnvelope(z.strictObject({ status: z.string() })),
 };
@@ -517,6 +519,23 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
           ],
           responses: {
             '200': ok('UsageSeriesEnvelope'),
+            ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
+          },
+        },
+      },
+      '/admin/usage/summary': {
+        get: {
+          operationId: 'usageSummary',
+          tags: ['Admin'],
+          summary: 'Usage over a range: totals, by route, by upstream and the 20 keys that spent most',
+          security: admin,
+          parameters: [
+            { name: 'keyId', in: 'query', required: false, schema: { type: 'string' } },
+            { name: 'from', in: 'query', required: true, schema: { type: 'string', format: 'date-time' } },
+            { name: 'to', in: 'query', required: false, schema: { type: 'string', format: 'date-time' } },
+          ],
+          responses: {
+            '200': ok('UsageSummaryEnvelope'),
             ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
           },
         },

@@ -11,6 +11,7 @@ import {
 import { loadConfig, loadDotEnv } from '../config.ts';
 import { createKeyService, type KeyResult } from '../keys/key-service.ts';
 import { openStore } from '../store/open-store.ts';
+import { createUsageReports } from '../usage/reports.ts';
 
 const USAGE = `Usage: pnpm keys <command> [options]
 
@@ -55,6 +56,7 @@ export async function runKeysCli(
   }
   const store = await openStore(loaded.config.database);
   const keys = createKeyService(store, Date.now, Object.keys(loaded.config.gateway.routes));
+  const reports = createUsageReports(store);
   const print = <T>(result: KeyResult<T>, text: (value: T) => string): number => {
     if (!result.ok) {
       err(`error ${result.error.code} (${result.error.type}): ${result.error.message}\n`);
@@ -143,7 +145,7 @@ export async function runKeysCli(
             ...(values.from === undefined && { to: new Date(now).toISOString() }),
           });
           if (!series.ok) return invalid(series.error.message);
-          return print(await keys.series(series.value), ({ step, series: points }) =>
+          return print(await reports.series(series.value), ({ step, series: points }) =>
             [
               `per ${step}: at, requests, errors, credits, input tokens, cache hits, p50 and p95 ms`,
               ...points.map(

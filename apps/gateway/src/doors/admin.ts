@@ -11,12 +11,14 @@ import {
   type UpstreamHealth,
   UsageQuery,
   UsageSeriesQuery,
+  UsageSummaryQuery,
 } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { bearerToken, isAdminToken } from '../auth/api-keys.ts';
 import type { TokenService } from '../auth/tokens.ts';
 import type { DecisionCache } from '../cache/decision-cache.ts';
 import type { KeyResult, KeyService } from '../keys/key-service.ts';
+import type { UsageReports } from '../usage/reports.ts';
 import { type DoorOptions, door, sendFailure as sendDoorFailure } from './door.ts';
 import { sendSuccess } from './envelope.ts';
 
@@ -25,6 +27,7 @@ const sendFailure = (reply: FastifyReply, f: GatewayFailure) => sendDoorFailure(
 export interface AdminDoorOptions extends DoorOptions {
   adminToken: string;
   keys: KeyService;
+  reports: UsageReports;
   /** The decision cache, when a route has one (docs/routes.md#decision-cache). */
   cache?: DecisionCache;
   tokens: TokenService;
@@ -118,7 +121,14 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
   app.get('/admin/usage/series', async (request, res) => {
     const query = parseAdminInput(UsageSeriesQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
-    return reply(await opts.keys.series(query.value), res);
+    return reply(await opts.reports.series(query.value), res);
+  });
+
+  // README.md#usage-at-any-volume: totals, by route, by upstream and top keys, for the console's Overview.
+  app.get('/admin/usage/summary', async (request, res) => {
+    const query = parseAdminInput(UsageSummaryQuery, request.query);
+    if (!query.ok) return sendFailure(res, query.error);
+    return reply(await opts.reports.summary(query.value), res);
   });
 
   app.get('/admin/upstreams', async (_request, res) => sendSuccess(res, opts.upstreams()));

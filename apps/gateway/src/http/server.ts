@@ -176,6 +176,7 @@ export function buildServer(services: GatewayServices): Gateway {
     app.register(adminDoor, {
       adminToken: services.adminToken,
       keys: services.keys,
+      reports: services.reports,
       tokens,
       ...(services.cache && { cache: services.cache }),
       upstreams: services.upstreamHealth,

@@ -7,16 +7,12 @@ import {
   type GatewayFailure,
   type KeyList,
   type KeyObject,
-  SERIES_STEPS,
   type UsageReport,
-  type UsageSeries,
-  type UsageSeriesQuery,
 } from '@decision-gateway/contract';
 import { generateApiKey } from '../auth/api-keys.ts';
 import { fromMicro, toMicro } from '../core/credits.ts';
 import type { KeyCursor, KeyRecord, Store } from '../store/store.ts';
 import { unknownRouteField } from '../upstreams/route-names.ts';
-import { fillSeries, seriesTooLong } from './usage-series.ts';
 
 export type KeyResult<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
 
@@ -137,23 +133,6 @@ export function createKeyService(
     async revoke(id: string): Promise<KeyResult<KeyObject>> {
       const key = await store.revokeKey(id, clock());
       return key ? { ok: true, value: keyObject(key) } : { ok: false, error: notFound(id) };
-    },
-
-    /** Usage summed per step (README.md#admin-api): one store query, every step filled. */
-    async series(query: UsageSeriesQuery): Promise<KeyResult<UsageSeries>> {
-      const from = Date.parse(query.from);
-      const to = query.to === undefined ? clock() : Date.parse(query.to);
-      const tooLong = seriesTooLong(from, to, query.step);
-      if (tooLong) return { ok: false, error: tooLong };
-      if (query.keyId !== undefined && !(await store.getKey(query.keyId)))
-        return { ok: false, error: notFound(query.keyId) };
-      const buckets = await store.usageSeries({
-        ...(query.keyId !== undefined && { keyId: query.keyId }),
-        from,
-        to,
-        stepMs: SERIES_STEPS[query.step],
-      });
-      return { ok: true, value: { step: query.step, series: fillSeries(buckets, from, to, query.step) } };
     },
 
     async usage(id: string, limit: number): Promise<KeyResult<UsageReport>> {

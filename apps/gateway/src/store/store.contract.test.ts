@@ -4,9 +4,27 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { createTestDatabase } from '../../test/services.ts';
 import { connectPostgres } from './postgres/client.ts';
-import { openPostgresStore, postgresStore } from './postgres/postgres-store.ts';
-import { openSqliteStore } from './sqlite/sqlite-store.ts';
-import { storeContract } from './store.contract.ts';
+import { migratePostgres, openPostgresStore, postgresStore } from './postgres/postgres-store.ts';
+import { migrate, openSqliteStore } from './sqlite/sqlite-store.ts';
+import { type LegacyWriter, storeContract } from './store.contract.ts';
+import type { UsageEntry } from './store.ts';
+
+/** A usage record as the release before the rollups wrote it: these columns, then `cached`. */
+const LEGACY_USAGE_COLUMNS =
+  'request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status, elapsed_ms, at, route, upstream, cached';
+const legacyUsageRow = (e: UsageEntry) => [
+  e.requestId,
+  e.keyId,
+  e.creditsMicro,
+  e.inputTokens,
+  e.outputTokens,
+  e.questions,
+  e.status,
+  e.elapsedMs,
+  e.at,
+  e.route,
+  e.upstream,
+];
 
 storeContract('SQLite', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'dg-contract-'));
@@ -44,6 +62,30 @@ storeContract('SQLite', async () => {
         },
       };
     },
+    async openBeforeRollups() {
+      const legacyPath = join(dir, 'legacy.db');
+      const db = new Database(legacyPath);
+      migrate(db, 5);
+      const legacy: LegacyWriter = {
+        async createKey(key) {
+          db.prepare(
+            `INSERT INTO api_keys (id, name, prefix, hash, credits_micro, rate_limit_per_minute, route, created_at, expires_at)
+             VALUES (@id, @name, @prefix, @hash, @creditsMicro, @rateLimitPerMinute, @route, @createdAt, @expiresAt)`,
+          ).run(key);
+        },
+        async insertUsage(entry) {
+          db.prepare(
+            `INSERT INTO usage_records (${LEGACY_USAGE_COLUMNS}) VALUES (${LEGACY_USAGE_COLUMNS.split(', ')
+              .map(() => '?')
+              .join(', ')})`,
+          ).run(...legacyUsageRow(entry), entry.cached ? 1 : 0);
+        },
+        async close() {
+          db.close();
+        },
+      };
+      return { legacy, upgrade: async () => openSqliteStore(legacyPath) };
+    },
     async cleanup() {
       await store.close();
       for (const other of others) await other.close();
@@ -55,6 +97,7 @@ storeContract('SQLite', async () => {
 storeContract('PostgreSQL', async () => {
   const database = await createTestDatabase();
   const store = await openPostgresStore(database.url, { poolSize: 3 });
+  const dropLater: { drop(): Promise<void> }[] = [];
   return {
     store,
     openAnother: () => openPostgresStore(database.url, { poolSize: 3 }),
@@ -70,9 +113,32 @@ storeContract('PostgreSQL', async () => {
         },
       };
     },
+    async openBeforeRollups() {
+      const database = await createTestDatabase();
+      dropLater.push(database);
+      const sql = connectPostgres(database.url, { poolSize: 1, timeoutMs: 5_000 });
+      await migratePostgres(sql, 4);
+      const legacy: LegacyWriter = {
+        async createKey(key) {
+          await sql`INSERT INTO api_keys (id, name, prefix, hash, credits_micro, created_at)
+                    VALUES (${key.id}, ${key.name}, ${key.prefix}, ${key.hash}, ${key.creditsMicro}, ${key.createdAt})`;
+        },
+        async insertUsage(entry) {
+          await sql.unsafe(
+            `INSERT INTO usage_records (${LEGACY_USAGE_COLUMNS}) VALUES (${LEGACY_USAGE_COLUMNS.split(', ')
+              .map((_, i) => `$${i + 1}`)
+              .join(', ')})`,
+            [...legacyUsageRow(entry), entry.cached],
+          );
+        },
+        close: () => sql.end({ timeout: 1 }),
+      };
+      return { legacy, upgrade: () => openPostgresStore(database.url, { poolSize: 2 }) };
+    },
     async cleanup() {
       await store.close();
       await database.drop();
+      for (const other of dropLater) await other.drop();
     },
   };
 });

@@ -16,7 +16,19 @@ export interface StoreFixture {
    * the store's own pool; a write lock held by another connection), so that deadlines fire.
    */
   openUnderDeadline(timeoutMs: number): Promise<{ store: Store; occupy(ms: number): Promise<void> }>;
+  /**
+   * Another fresh database whose schema stops before the rollups (a gateway of the last release),
+   * written as that release wrote it, and `upgrade()` opening it with this release's store.
+   */
+  openBeforeRollups(): Promise<{ legacy: LegacyWriter; upgrade(): Promise<Store> }>;
   cleanup(): Promise<void>;
+}
+
+/** Writes a key and its usage records the way the release before the rollups did. */
+export interface LegacyWriter {
+  createKey(key: NewKey): Promise<void>;
+  insertUsage(entry: UsageEntry): Promise<void>;
+  close(): Promise<void>;
 }
 
 const MICRO = 1_000_000;
@@ -500,15 +512,15 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         }
       }));
 
-    it('sums usage per step in one query, with percentiles of the elapsed time', () =>
+    it('adds every record to its minute, hour and day rollups, latencies in buckets, failures as errors', () =>
       withStore(async ({ store }) => {
         const a = newKey({ creditsMicro: null });
         const b = newKey({ creditsMicro: null });
         await store.createKey(a);
         await store.createKey(b);
         const minute = 60_000;
-        const t0 = 1_800_000_000_000;
-        // Step 0: ten records of a, elapsed 1..10 ms, one failed, two cache hits; step 2: one of b.
+        const t0 = 1_800_000_000_000; // on an hour's boundary
+        // Minute 0: ten records of a, elapsed 1..10 ms, one failed, two cache hits; minute 2: one of b.
         for (let i = 1; i <= 10; i++) {
           const record = { ...entry(a.id, `s${i}`, 1000 * i, t0 + i), elapsedMs: i, cached: i > 8 };
           if (i === 5) await store.release(null, { ...record, status: 502 });
@@ -516,37 +528,204 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         }
         await store.settle(null, { ...entry(b.id, 'other', 7000, t0 + 2 * minute + 5), elapsedMs: 40 }, 0);
         // Outside the window: before `from` and at `to` (exclusive).
-        await store.settle(null, entry(a.id, 'early', 1, t0 - 1), 0);
+        await store.settle(null, { ...entry(a.id, 'early', 1, t0 - 1), elapsedMs: 20_000 }, 0);
         await store.settle(null, entry(a.id, 'late', 1, t0 + 3 * minute), 0);
 
-        const all = await store.usageSeries({ from: t0, to: t0 + 3 * minute, stepMs: minute });
+        const buckets = (counts: Record<number, number>) =>
+          Array.from({ length: 12 }, (_, i) => counts[i] ?? 0);
+        const all = await store.usageSeries({ stepMs: minute, from: t0, to: t0 + 3 * minute });
         expect(all).toEqual([
           {
-            bucket: 0,
+            at: t0,
             requests: 10,
             errors: 1,
             creditsMicro: 50_000,
             inputTokens: 55,
             outputTokens: 0,
             cacheHits: 2,
-            p50ElapsedMs: 5,
-            p95ElapsedMs: 10,
+            latency: buckets({ 0: 5, 1: 5 }),
           },
           {
-            bucket: 2,
+            at: t0 + 2 * minute,
             requests: 1,
             errors: 0,
             creditsMicro: 7000,
             inputTokens: 7,
             outputTokens: 0,
             cacheHits: 0,
-            p50ElapsedMs: 40,
-            p95ElapsedMs: 40,
+            latency: buckets({ 3: 1 }),
           },
         ]);
-        const onlyB = await store.usageSeries({ keyId: b.id, from: t0, to: t0 + 3 * minute, stepMs: minute });
-        expect(onlyB.map((point) => [point.bucket, point.requests])).toEqual([[2, 1]]);
+        const onlyB = await store.usageSeries({ keyId: b.id, stepMs: minute, from: t0, to: t0 + 3 * minute });
+        expect(onlyB.map((point) => [point.at, point.requests])).toEqual([[t0 + 2 * minute, 1]]);
+        // The hour and the day hold the same records, the early one in the hour before.
+        const hours = await store.usageSeries({
+          keyId: a.id,
+          stepMs: 3_600_000,
+          from: t0 - 3_600_000,
+          to: t0 + 3_600_000,
+        });
+        expect(hours.map((h) => [h.at, h.requests, h.creditsMicro, h.latency[11]])).toEqual([
+          [t0 - 3_600_000, 1, 1, 1],
+          [t0, 11, 50_001, 0],
+        ]);
+        const day = Math.floor(t0 / 86_400_000) * 86_400_000;
+        const days = await store.usageSeries({ stepMs: 86_400_000, from: day, to: day + 86_400_000 });
+        expect(days.map((d) => [d.at, d.requests, d.errors, d.creditsMicro])).toEqual([[day, 13, 1, 57_002]]);
       }));
+
+    it('moves a voided settle in the rollups, so that their sums stay the records’ sums', () =>
+      withStore(async ({ store }) => {
+        const key = newKey();
+        await store.createKey(key);
+        const now = Date.now();
+        const held = await store.reserve(key.id, 'voided', 200_000, now, now - 60_000);
+        if (!held.ok) throw new Error('reserve failed');
+        await store.settle(held.reservationId, entry(key.id, 'voided', 150_000, now), now - 60_000);
+        // Its caller was answered a failure after all: the debit is undone, the record fails.
+        await store.release(held.reservationId, { ...entry(key.id, 'voided', 0, now), status: 503 });
+        const [minute] = await store.usageSeries({
+          keyId: key.id,
+          stepMs: 60_000,
+          from: now - 60_000,
+          to: now + 60_000,
+        });
+        expect(minute).toMatchObject({ requests: 1, errors: 1, creditsMicro: 0 });
+        expect((await store.usage(key.id, 5)).totals).toMatchObject({ requests: 1, creditsMicro: 0 });
+        expect(await store.ledgerBalance(key.id)).toBe(10 * MICRO);
+      }));
+
+    it('sums a summary over spans of every resolution: totals, by route, by upstream, the keys that spent most', () =>
+      withStore(async ({ store }) => {
+        const day = 86_400_000;
+        const t0 = Math.floor(1_800_000_000_000 / day) * day;
+        const spenders = [
+          newKey({ creditsMicro: null, name: 'small' }),
+          newKey({ creditsMicro: null, name: 'big' }),
+        ];
+        for (const key of spenders) await store.createKey(key);
+        const [small, big] = spenders as [NewKey, NewKey];
+        await store.settle(null, { ...entry(small.id, 'x1', 1000, t0 + 5 * 60_000), route: 'cheap' }, 0);
+        await store.settle(null, { ...entry(big.id, 'x2', 9000, t0 + 2 * day), upstream: 'strong' }, 0);
+        await store.release(null, {
+          ...entry(big.id, 'x3', 0, t0 + 3 * day),
+          route: null,
+          upstream: null,
+          status: 502,
+        });
+        const spans = [
+          { stepMs: 60_000, from: t0, to: t0 + 3_600_000 },
+          { stepMs: 3_600_000, from: t0 + 3_600_000, to: t0 + day },
+          { stepMs: day, from: t0 + day, to: t0 + 4 * day },
+        ];
+        const summary = await store.usageSummary({ spans });
+        expect(summary.totals).toMatchObject({ requests: 3, errors: 1, creditsMicro: 10_000 });
+        expect(summary.byRoute.map((r) => [r.route, r.requests, r.creditsMicro])).toEqual([
+          ['default', 1, 9000],
+          ['cheap', 1, 1000],
+          [null, 1, 0],
+        ]);
+        expect(summary.byUpstream.map((r) => [r.upstream, r.requests])).toEqual([
+          ['strong', 1],
+          ['lexical', 1],
+          [null, 1],
+        ]);
+        expect(summary.byKey.map((k) => [k.name, k.requests, k.creditsMicro])).toEqual([
+          ['big', 2, 9000],
+          ['small', 1, 1000],
+        ]);
+        // Spans select rows of their own resolution only: the minute of x1 is not counted twice.
+        const minutesOnly = await store.usageSummary({ keyId: small.id, spans: spans.slice(0, 1) });
+        expect(minutesOnly.totals.requests).toBe(1);
+        expect((await store.usageSummary({ spans: [] })).totals.requests).toBe(0);
+      }));
+
+    it('deletes old records and old rollups in batches; totals, balances and coarser series keep their sums', () =>
+      withStore(async ({ store }) => {
+        const key = newKey();
+        await store.createKey(key);
+        const day = 86_400_000;
+        const old = Math.floor(Date.now() / day) * day - 100 * day;
+        for (let i = 0; i < 7; i++) {
+          const held = await store.reserve(key.id, `old${i}`, 10_000, Date.now(), Date.now() - 60_000);
+          if (!held.ok) throw new Error('reserve failed');
+          await store.settle(
+            held.reservationId,
+            entry(key.id, `old${i}`, 10_000, old + i * 60_000),
+            Date.now() - 60_000,
+          );
+        }
+        await store.settle(null, entry(key.id, 'new', 1000, Date.now()), Date.now() - 60_000);
+        const cutoff = old + day;
+        expect(await store.deleteUsageBefore(cutoff, 3)).toBe(3);
+        expect(await store.deleteUsageBefore(cutoff, 3)).toBe(3);
+        expect(await store.deleteUsageBefore(cutoff, 3)).toBe(1);
+        expect(await store.deleteUsageBefore(cutoff, 3)).toBe(0);
+        const usage = await store.usage(key.id, 20);
+        expect(usage.recent.map((r) => r.requestId)).toEqual(['new']);
+        expect(usage.totals).toMatchObject({ requests: 8, creditsMicro: 71_000 });
+        const balance = (await store.getKey(key.id))?.creditsMicro;
+        expect(balance).toBe(10 * MICRO - 71_000);
+        expect(await store.ledgerBalance(key.id)).toBe(balance);
+        // Minute rollups past their 14 days go; the day's rollup of the same records stays.
+        expect(await store.deleteRollupsBefore(60_000, cutoff, 100)).toBe(7);
+        expect(await store.deleteRollupsBefore(60_000, cutoff, 100)).toBe(0);
+        expect(await store.usageSeries({ keyId: key.id, stepMs: 60_000, from: old, to: cutoff })).toEqual([]);
+        const [oldDay] = await store.usageSeries({ keyId: key.id, stepMs: day, from: old, to: cutoff });
+        expect(oldDay).toMatchObject({ at: old, requests: 7, creditsMicro: 70_000 });
+      }));
+
+    it('folds the records of a database from before the rollups into them, ready only once done', async () => {
+      const fixture = await open();
+      const { legacy, upgrade } = await fixture.openBeforeRollups();
+      try {
+        const key = newKey({ creditsMicro: null });
+        await legacy.createKey(key);
+        const t0 = 1_800_000_000_000;
+        for (let i = 0; i < 25; i++)
+          await legacy.insertUsage({
+            ...entry(key.id, `legacy${i}`, 1000 + i, t0 + i * 30_000),
+            elapsedMs: i * 10,
+          });
+        await legacy.insertUsage({ ...entry(key.id, 'failed', 0, t0 + 5), status: 500 });
+        await legacy.close();
+
+        const store = await upgrade();
+        try {
+          await expect(store.checkWritable()).rejects.toThrow(/26 usage records still to fold/);
+          // Written during the upgrade: counted by the trigger, never by the fold.
+          await store.settle(null, entry(key.id, 'during', 5, t0 + 60_000), 0);
+          const batches = [await store.foldIntoRollups(10), await store.foldIntoRollups(10)];
+          await expect(store.checkWritable()).rejects.toThrow(/6 usage records still to fold/);
+          batches.push(await store.foldIntoRollups(10), await store.foldIntoRollups(10));
+          expect(batches).toEqual([
+            { folded: 10, left: 16 },
+            { folded: 10, left: 6 },
+            { folded: 6, left: 0 },
+            { folded: 0, left: 0 },
+          ]);
+          await expect(store.checkWritable()).resolves.toBeUndefined();
+          const series = await store.usageSeries({
+            keyId: key.id,
+            stepMs: 3_600_000,
+            from: t0,
+            to: t0 + 3_600_000,
+          });
+          expect(series).toHaveLength(1);
+          expect(series[0]).toMatchObject({
+            requests: 27,
+            errors: 1,
+            creditsMicro: 25 * 1000 + (24 * 25) / 2 + 5,
+          });
+          expect(series[0]?.latency.reduce((sum, n) => sum + n, 0)).toBe(27);
+          expect((await store.usage(key.id, 1)).totals.requests).toBe(27);
+        } finally {
+          await store.close();
+        }
+      } finally {
+        await fixture.cleanup();
+      }
+    });
 
     it('reports usage totals and the most recent records first, up to a limit', () =>
       withStore(async ({ store }) => {
@@ -568,7 +747,7 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
       'while deadlines fire at random, every answer is the right one or StoreUnavailableError',
       () =>
         withStore(async ({ store, openUnderDeadline }) => {
-          const t0 = 1_700_000_000_000;
+          const t0 = 1_700_000_040_000; // on a minute's boundary
           const readers = Array.from({ length: 8 }, (_, i) =>
             newKey({ name: `reader ${i}`, creditsMicro: null }),
           );
@@ -626,7 +805,8 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
               });
               const requests = series.reduce((sum, point) => sum + point.requests, 0);
               expectThat(
-                requests === 20 + index && series.every((point) => point.bucket >= 0 && point.bucket < 60),
+                requests === 20 + index &&
+                  series.every((point) => point.at >= t0 && point.at < t0 + 3_600_000),
                 `usageSeries(${key.id}) summed ${requests} requests over ${series.length} points`,
               );
             },

@@ -1,3 +1,5 @@
+import type { RollupSpan, RollupSums } from './rollups.ts';
+
 /**
  * Persistence for keys, credits and usage, implemented on SQLite (one file, embedded) and on
  * PostgreSQL (any number of instances). Every method is one atomic step, so docs/http-api.md#credits's invariants
@@ -177,15 +179,37 @@ export interface Store {
    */
   release(reservationId: string | null, entry: UsageEntry): Promise<void>;
 
+  /**
+   * A key's totals, from its rollups (so they survive retention), and its most recent records
+   * still kept, newest first.
+   */
   usage(keyId: string, limit: number): Promise<{ totals: UsageTotals; recent: UsageEntry[] }>;
   /**
-   * Usage records summed per step of `stepMs` from `from` (inclusive) to `to` (exclusive), oldest
-   * first, one query; only the steps that have records (the caller fills the gaps).
+   * Rollups of one resolution (`stepMs`) summed per step from `from` (inclusive) to `to`
+   * (exclusive), oldest first; only the steps that have any (the caller fills the gaps).
    */
-  usageSeries(query: { keyId?: string; from: number; to: number; stepMs: number }): Promise<SeriesBucket[]>;
-  /** Credits granted to a key minus its debits (what its balance must equal), for audits and tests. */
+  usageSeries(query: { keyId?: string; stepMs: number; from: number; to: number }): Promise<SeriesRow[]>;
+  /** Rollups over the spans (README.md#usage-at-any-volume): totals, by route, by upstream, the 20 keys that spent most. */
+  usageSummary(query: { keyId?: string; spans: readonly RollupSpan[] }): Promise<SummaryRows>;
+  /** Credits granted to a key minus its debits (what its balance must equal), for audits and tests; debits from the rollups. */
   ledgerBalance(keyId: string): Promise<number>;
-  /** Resolves when the store can be reached and written (readiness, README.md#operating-the-gateway); rejects saying why. */
+
+  /**
+   * Background work (usage/maintenance.ts), never on a caller's path. Each call is one small
+   * batch and resolves with how many rows it changed.
+   * - `foldIntoRollups`: the upgrade, folding up to `limit` records written before the rollups
+   *   existed; resolves with how many it folded and how many are still to fold.
+   * - `deleteUsageBefore`: deletes up to `limit` usage records older than `before`; the
+   *   rollups keep their sums.
+   * - `deleteRollupsBefore`: deletes up to `limit` rollup rows of the resolution `stepMs` older than `before`.
+   */
+  foldIntoRollups(limit: number): Promise<{ folded: number; left: number }>;
+  deleteUsageBefore(before: number, limit: number): Promise<number>;
+  deleteRollupsBefore(stepMs: number, before: number, limit: number): Promise<number>;
+  /**
+   * Resolves when the store can be reached and written (readiness, README.md#operating-the-gateway),
+   * and its upgrade is done: every usage record is in the rollups. Rejects saying why.
+   */
   checkWritable(): Promise<void>;
   close(): Promise<void>;
 }
@@ -198,15 +222,15 @@ export function pageOf(keys: KeyRecord[], limit: number): KeyPage {
   return { keys: page, next: { createdAt: last.createdAt, id: last.id } };
 }
 
-/** One step of a usage series, as the store sums it; `bucket` counts steps from `from`. */
-export interface SeriesBucket {
-  bucket: number;
-  requests: number;
-  errors: number;
-  creditsMicro: number;
-  inputTokens: number;
-  outputTokens: number;
-  cacheHits: number;
-  p50ElapsedMs: number | null;
-  p95ElapsedMs: number | null;
+/** One step of a usage series: its start and its rollups' sums. */
+export interface SeriesRow extends RollupSums {
+  at: number;
+}
+
+/** What a summary reads (usage/summary.ts makes the answer of it). */
+export interface SummaryRows {
+  totals: RollupSums;
+  byRoute: (RollupSums & { route: string | null })[];
+  byUpstream: (RollupSums & { upstream: string | null })[];
+  byKey: (RollupSums & { keyId: string; name: string; prefix: string })[];
 }

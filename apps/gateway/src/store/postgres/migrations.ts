@@ -1,3 +1,5 @@
+import { addRecordSql, rollupTable } from '../rollups.ts';
+
 /**
  * Versioned schema changes for PostgreSQL, applied in order at start. Several instances may start
  * at once: the runner holds a transaction-level advisory lock, so one applies and the others then
@@ -525,6 +527,43 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
         END LOOP;
       END
       $fn$;
+    `,
+  },
+  {
+    version: 5,
+    name: 'usage rollups, written with each record',
+    // The rollups of README.md#usage-at-any-volume. A trigger adds each record in the statement that
+    // writes it (inside dg_apply, under its key's row lock), so every instance counts every record
+    // exactly once. Records already here are folded in the background (usage/maintenance.ts) from
+    // next_id to last_id, a batch per transaction that also moves next_id under its row lock; a
+    // record changed before it is folded is left to the fold.
+    sql: `
+      ${rollupTable('postgres')}
+      CREATE INDEX usage_records_at ON usage_records (at);
+      CREATE TABLE usage_rollup_backfill (
+        id integer PRIMARY KEY CHECK (id = 1),
+        next_id bigint NOT NULL,
+        last_id bigint NOT NULL
+      );
+      INSERT INTO usage_rollup_backfill (id, next_id, last_id)
+        SELECT 1, COALESCE(MIN(id), 1), COALESCE(MAX(id), 0) FROM usage_records;
+
+      CREATE FUNCTION dg_rollup_record() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        IF TG_OP = 'UPDATE' THEN
+          IF EXISTS (SELECT 1 FROM usage_rollup_backfill b WHERE OLD.id BETWEEN b.next_id AND b.last_id) THEN
+            RETURN NULL;
+          END IF;
+          ${addRecordSql('postgres', 'OLD', -1)};
+        END IF;
+        ${addRecordSql('postgres', 'NEW', 1)};
+        RETURN NULL;
+      END
+      $fn$;
+      CREATE TRIGGER usage_rollup_insert AFTER INSERT ON usage_records
+        FOR EACH ROW EXECUTE FUNCTION dg_rollup_record();
+      CREATE TRIGGER usage_rollup_update AFTER UPDATE OF credits_micro, status ON usage_records
+        FOR EACH ROW EXECUTE FUNCTION dg_rollup_record();
     `,
   },
 ];

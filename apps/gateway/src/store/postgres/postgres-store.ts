@@ -1,4 +1,13 @@
 import {
+  foldRecordsSql,
+  ROLLUP_STEPS_MS,
+  type SummedRow,
+  summaryReads,
+  summedSql,
+  toSummary,
+  toSums,
+} from '../rollups.ts';
+import {
   KEY_COLUMNS,
   type KeyRow,
   TOKEN_AUTH_COLUMNS,
@@ -12,7 +21,7 @@ import {
   type KeyAuth,
   type KeyRefusal,
   pageOf,
-  type SeriesBucket,
+  type SeriesRow,
   type Store,
   type UsageEntry,
 } from '../store.ts';
@@ -25,7 +34,7 @@ import { createStepBatcher, type Step, type StepRow } from './step-batcher.ts';
 const MIGRATION_LOCK = 0x4447_0001;
 
 /** Apply the migrations the database has not seen yet, under an advisory lock; returns those applied. */
-export async function migratePostgres(sql: Sql): Promise<number[]> {
+export async function migratePostgres(sql: Sql, upTo = Number.POSITIVE_INFINITY): Promise<number[]> {
   return sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
     await tx`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -35,7 +44,7 @@ export async function migratePostgres(sql: Sql): Promise<number[]> {
     );
     const done: number[] = [];
     for (const step of POSTGRES_MIGRATIONS) {
-      if (applied.has(step.version)) continue;
+      if (applied.has(step.version) || step.version > upTo) continue;
       await tx.unsafe(step.sql);
       await tx`INSERT INTO schema_migrations (version, name, applied_at) VALUES (${step.version}, ${step.name}, ${Date.now()})`;
       done.push(step.version);
@@ -49,6 +58,8 @@ export interface PostgresStoreOptions {
   poolSize: number;
   /** STORE_TIMEOUT_MS: the deadline of every call, queueing and connecting included (README.md#operating-the-gateway). */
   timeoutMs?: number;
+  /** Migrate no further than this version: tests of the upgrade start from an older schema. */
+  migrateTo?: number;
 }
 
 /**
@@ -65,7 +76,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const timeoutMs = options.timeoutMs ?? 2_000;
   const sql = connectPostgres(url, { poolSize: options.poolSize, timeoutMs });
   try {
-    await migratePostgres(sql);
+    await migratePostgres(sql, options.migrateTo);
   } catch (error) {
     await sql.end({ timeout: 1 });
     throw error;
@@ -225,43 +236,36 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
       await submit({ op: 'release', ...usageStep(reservationId, entry) });
     },
 
-    usageSeries: ({ keyId, from, to, stepMs }) =>
+    usageSeries: ({ keyId, stepMs, from, to }) =>
       call('usage series', async () => {
-        const rows = await sql<SeriesBucket[]>`
-        SELECT ((at - ${from}::bigint) / ${stepMs}::bigint)::int AS bucket,
-               COUNT(*)::int AS requests,
-               (COUNT(*) FILTER (WHERE status <> 200))::int AS errors,
-               COALESCE(SUM(credits_micro), 0)::bigint AS "creditsMicro",
-               COALESCE(SUM(input_tokens), 0)::bigint AS "inputTokens",
-               COALESCE(SUM(output_tokens), 0)::bigint AS "outputTokens",
-               (COUNT(*) FILTER (WHERE cached))::int AS "cacheHits",
-               percentile_disc(0.5) WITHIN GROUP (ORDER BY elapsed_ms) AS "p50ElapsedMs",
-               percentile_disc(0.95) WITHIN GROUP (ORDER BY elapsed_ms) AS "p95ElapsedMs"
-        FROM usage_records
-        WHERE at >= ${from}::bigint AND at < ${to}::bigint AND (${keyId ?? null}::text IS NULL OR key_id = ${keyId ?? null})
-        GROUP BY 1 ORDER BY 1`;
-        return rows.map((row) => ({
-          ...row,
-          creditsMicro: Number(row.creditsMicro),
-          inputTokens: Number(row.inputTokens),
-          outputTokens: Number(row.outputTokens),
-        }));
+        const rows = await sql.unsafe<(SummedRow & { at: number })[]>(
+          keyId === undefined ? READS.series : READS.keySeries,
+          keyId === undefined ? [stepMs, from, to] : [stepMs, from, to, keyId],
+          { prepare: true },
+        );
+        return rows.map((row): SeriesRow => ({ at: Number(row.at), ...toSums(row) }));
+      }),
+
+    usageSummary: ({ keyId, spans }) =>
+      call('usage summary', async () => {
+        const reads = summaryReads('postgres', spans, keyId, (i) => `$${i}`);
+        return toSummary(
+          await Promise.all(reads.map((read) => sql.unsafe<SummedRow[]>(read.sql, read.params))),
+        );
       }),
 
     usage: (keyId, limit) =>
       call('usage', async () => {
-        const [totals] = await sql<{ requests: number; credits: number; input: number; output: number }[]>`
-        SELECT COUNT(*)::bigint AS requests, COALESCE(SUM(credits_micro), 0)::bigint AS credits,
-               COALESCE(SUM(input_tokens), 0)::bigint AS input, COALESCE(SUM(output_tokens), 0)::bigint AS output
-        FROM usage_records WHERE key_id = ${keyId}`;
+        const [totals] = await sql.unsafe<SummedRow[]>(READS.keyTotals, [keyId], { prepare: true });
         const recent = await sql<UsageRow[]>`
         SELECT * FROM usage_records WHERE key_id = ${keyId} ORDER BY at DESC, id DESC LIMIT ${limit}`;
+        const sums = toSums(totals ?? {});
         return {
           totals: {
-            requests: totals?.requests ?? 0,
-            creditsMicro: totals?.credits ?? 0,
-            inputTokens: totals?.input ?? 0,
-            outputTokens: totals?.output ?? 0,
+            requests: sums.requests,
+            creditsMicro: sums.creditsMicro,
+            inputTokens: sums.inputTokens,
+            outputTokens: sums.outputTokens,
           },
           recent: recent.map(toUsage),
         };
@@ -271,8 +275,41 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
       call('ledger balance', async () => {
         const [row] = await sql<{ total: number }[]>`
           SELECT (SELECT COALESCE(SUM(delta_micro), 0) FROM credit_ledger WHERE key_id = ${keyId})::bigint
-               - (SELECT COALESCE(SUM(credits_micro), 0) FROM usage_records WHERE key_id = ${keyId})::bigint AS total`;
+               - (SELECT COALESCE(SUM(credits_micro), 0) FROM usage_rollups
+                  WHERE key_id = ${keyId} AND step_ms = ${ROLLUP_STEPS_MS.day})::bigint AS total`;
         return row?.total ?? 0;
+      }),
+
+    foldIntoRollups: (limit) =>
+      call(
+        'fold usage into rollups',
+        () =>
+          sql.begin(async (tx) => {
+            // The row lock makes instances fold one batch at a time, each from where the last stopped.
+            const [progress] = await tx<{ next: number; last: number }[]>`
+              SELECT next_id AS next, last_id AS last FROM usage_rollup_backfill WHERE id = 1 FOR UPDATE`;
+            if (progress === undefined || progress.next > progress.last) return { folded: 0, left: 0 };
+            const until = Math.min(progress.next + limit, progress.last + 1);
+            await tx.unsafe(FOLD, [progress.next, until]);
+            await tx`UPDATE usage_rollup_backfill SET next_id = ${until} WHERE id = 1`;
+            return { folded: until - progress.next, left: progress.last + 1 - until };
+          }),
+        false,
+      ),
+
+    deleteUsageBefore: (before, limit) =>
+      call('delete old usage', async () => {
+        const deleted = await sql`
+          DELETE FROM usage_records WHERE id IN (SELECT id FROM usage_records WHERE at < ${before} LIMIT ${limit})`;
+        return deleted.count;
+      }),
+
+    deleteRollupsBefore: (stepMs, before, limit) =>
+      call('delete old rollups', async () => {
+        const deleted = await sql`
+          DELETE FROM usage_rollups WHERE ctid IN (
+            SELECT ctid FROM usage_rollups WHERE step_ms = ${stepMs} AND at < ${before} LIMIT ${limit})`;
+        return deleted.count;
       }),
 
     async checkWritable() {
@@ -282,6 +319,15 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
           sql`INSERT INTO heartbeat (id, at) VALUES (1, ${Date.now()}) ON CONFLICT (id) DO UPDATE SET at = excluded.at`,
         false,
       );
+      const [progress] = await call(
+        'upgrade progress',
+        () => sql<{ next: number; last: number }[]>`
+          SELECT next_id AS next, last_id AS last FROM usage_rollup_backfill WHERE id = 1`,
+      );
+      if (progress !== undefined && progress.next <= progress.last)
+        throw new Error(
+          `upgrading: ${progress.last - progress.next + 1} usage records still to fold into the rollups`,
+        );
     },
 
     async close() {
@@ -289,6 +335,18 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
     },
   };
 }
+
+const SUMS = summedSql('postgres');
+
+/** Rollup reads (README.md#usage-at-any-volume). */
+const READS = {
+  series: `SELECT at, ${SUMS} FROM usage_rollups WHERE step_ms = $1 AND at >= $2 AND at < $3 GROUP BY at ORDER BY at`,
+  keySeries: `SELECT at, ${SUMS} FROM usage_rollups WHERE step_ms = $1 AND at >= $2 AND at < $3 AND key_id = $4
+              GROUP BY at ORDER BY at`,
+  keyTotals: `SELECT ${SUMS} FROM usage_rollups WHERE key_id = $1 AND step_ms = ${ROLLUP_STEPS_MS.day}`,
+};
+
+const FOLD = foldRecordsSql('postgres', '$1', '$2');
 
 /** The usage record of a settle or release, as a step of `dg_apply`. */
 function usageStep(reservationId: string | null, entry: UsageEntry) {

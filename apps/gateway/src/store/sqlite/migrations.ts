@@ -1,3 +1,5 @@
+import { addRecordSql, rollupTable } from '../rollups.ts';
+
 /**
  * Versioned schema changes, applied in order at start inside one transaction each. Never edit a
  * released step: add the next one. Balances can't go below 0 even if code tried (CHECK).
@@ -108,6 +110,34 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       DROP INDEX reservations_key;
       CREATE INDEX reservations_key_live ON reservations(key_id, created_at, amount_micro);
       CREATE UNIQUE INDEX reservations_request ON reservations(request_id);
+    `,
+  },
+  {
+    version: 6,
+    name: 'usage rollups, written with each record',
+    // The rollups of README.md#usage-at-any-volume. Records written from now on are added by the
+    // triggers; those already here are folded in the background (usage/maintenance.ts) from
+    // next_id to last_id, a batch per transaction that also moves next_id, so each is counted once.
+    // A record changed before it is folded (a release voiding a settle) is left to the fold. The
+    // index on \`at\` that retention deletes by is built by the same background work.
+    sql: `
+      ${rollupTable('sqlite')}
+      CREATE TABLE usage_rollup_backfill (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        next_id INTEGER NOT NULL,
+        last_id INTEGER NOT NULL
+      );
+      INSERT INTO usage_rollup_backfill (id, next_id, last_id)
+        SELECT 1, COALESCE(MIN(id), 1), COALESCE(MAX(id), 0) FROM usage_records;
+      CREATE TRIGGER usage_rollup_insert AFTER INSERT ON usage_records BEGIN
+        ${addRecordSql('sqlite', 'NEW', 1)};
+      END;
+      CREATE TRIGGER usage_rollup_update AFTER UPDATE OF credits_micro, status ON usage_records
+      WHEN NOT EXISTS (SELECT 1 FROM usage_rollup_backfill b WHERE OLD.id BETWEEN b.next_id AND b.last_id)
+      BEGIN
+        ${addRecordSql('sqlite', 'OLD', -1)};
+        ${addRecordSql('sqlite', 'NEW', 1)};
+      END;
     `,
   },
 ];

@@ -2,6 +2,15 @@ import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import {
+  foldRecordsSql,
+  ROLLUP_STEPS_MS,
+  type SummedRow,
+  summaryReads,
+  summedSql,
+  toSummary,
+  toSums,
+} from '../rollups.ts';
+import {
   KEY_COLUMNS,
   type KeyRow,
   TOKEN_AUTH_COLUMNS,
@@ -17,12 +26,13 @@ import {
   type NewKey,
   pageOf,
   type ReserveResult,
-  type SeriesBucket,
+  type SeriesRow,
   type Store,
   StoreUnavailableError,
   type UsageEntry,
   type UsageTotals,
 } from '../store.ts';
+import { type BackgroundConnection, openBackgroundConnection } from './background-connection.ts';
 import { createGroupCommit } from './group-commit.ts';
 import { MIGRATIONS } from './migrations.ts';
 
@@ -44,7 +54,7 @@ function storageTrouble(error: unknown): unknown {
 }
 
 /** Apply the migrations this file has not seen yet; returns the versions applied. */
-export function migrate(db: Database.Database): number[] {
+export function migrate(db: Database.Database, upTo = Number.POSITIVE_INFINITY): number[] {
   db.exec(
     'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
   );
@@ -56,7 +66,7 @@ export function migrate(db: Database.Database): number[] {
   );
   const done: number[] = [];
   for (const step of MIGRATIONS) {
-    if (applied.has(step.version)) continue;
+    if (applied.has(step.version) || step.version > upTo) continue;
     db.transaction(() => {
       db.exec(step.sql);
       db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
@@ -70,9 +80,29 @@ export function migrate(db: Database.Database): number[] {
   return done;
 }
 
+const SUMS = summedSql('sqlite');
+
+/** The reads run on the background connection (README.md#usage-at-any-volume). */
+const READS = {
+  series: `SELECT at, ${SUMS} FROM usage_rollups WHERE step_ms = ? AND at >= ? AND at < ? GROUP BY at ORDER BY at`,
+  keySeries: `SELECT at, ${SUMS} FROM usage_rollups WHERE key_id = ? AND step_ms = ? AND at >= ? AND at < ?
+              GROUP BY at ORDER BY at`,
+  keyTotals: `SELECT ${SUMS} FROM usage_rollups WHERE key_id = ? AND step_ms = ${ROLLUP_STEPS_MS.day}`,
+  recent: 'SELECT * FROM usage_records WHERE key_id = ? ORDER BY at DESC, id DESC LIMIT ?',
+};
+
+/** Folds records from a batch's start (or from next_id, should another process have folded part of it) until its end. */
+const FOLD = foldRecordsSql(
+  'sqlite',
+  'MAX(?, (SELECT next_id FROM usage_rollup_backfill WHERE id = 1))',
+  '?',
+);
+
 export interface SqliteStoreOptions {
   /** STORE_TIMEOUT_MS: how long a write waits for another process's lock before giving up (503). */
   timeoutMs?: number;
+  /** Migrate no further than this version: tests of the upgrade start from an older schema. */
+  migrateTo?: number;
 }
 
 /**
@@ -87,7 +117,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   db.pragma('synchronous = NORMAL');
   db.pragma(`busy_timeout = ${Math.trunc(options.timeoutMs ?? 2_000)}`);
   db.pragma('foreign_keys = ON');
-  migrate(db);
+  migrate(db, options.migrateTo);
 
   const sql = {
     insertKey: db.prepare(
@@ -117,7 +147,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     ),
     ledgerBalance: db.prepare<[string, string], { total: number }>(
       `SELECT (SELECT COALESCE(SUM(delta_micro), 0) FROM credit_ledger WHERE key_id = ?)
-            - (SELECT COALESCE(SUM(credits_micro), 0) FROM usage_records WHERE key_id = ?) AS total`,
+            - (SELECT COALESCE(SUM(credits_micro), 0) FROM usage_rollups WHERE key_id = ? AND step_ms = ${ROLLUP_STEPS_MS.day}) AS total`,
     ),
     /**
      * What reserve and settle read, in one statement: the key as it stands, its balance, and what its
@@ -204,32 +234,9 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
                                  route, upstream, cached, token_id, subject)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
-    usageTotals: db.prepare<[string], { requests: number; credits: number; input: number; output: number }>(
-      `SELECT COUNT(*) AS requests, COALESCE(SUM(credits_micro), 0) AS credits,
-              COALESCE(SUM(input_tokens), 0) AS input, COALESCE(SUM(output_tokens), 0) AS output
-       FROM usage_records WHERE key_id = ?`,
-    ),
-    recentUsage: db.prepare<[string, number], UsageRow>(
-      'SELECT * FROM usage_records WHERE key_id = ? ORDER BY at DESC, id DESC LIMIT ?',
-    ),
-    /**
-     * A usage series in one statement (better-sqlite3 binds numbers as REAL: the step is cast back). SQLite has no percentile function: window functions number
-     * each step's records by elapsed time, and the p-th percentile is the record at ceil(p × n),
-     * as PostgreSQL's percentile_disc picks it.
-     */
-    usageSeries: db.prepare<{ keyId: string | null; from: number; to: number; step: number }, SeriesBucket>(
-      `WITH r AS (
-         SELECT CAST((at - @from) / @step AS INTEGER) AS bucket, status, credits_micro, input_tokens, output_tokens, cached, elapsed_ms,
-                ROW_NUMBER() OVER (PARTITION BY CAST((at - @from) / @step AS INTEGER) ORDER BY elapsed_ms) AS rn,
-                COUNT(*) OVER (PARTITION BY CAST((at - @from) / @step AS INTEGER)) AS n
-         FROM usage_records
-         WHERE at >= @from AND at < @to AND (@keyId IS NULL OR key_id = @keyId)
-       )
-       SELECT bucket, COUNT(*) AS requests, SUM(status <> 200) AS errors, SUM(credits_micro) AS creditsMicro,
-              SUM(input_tokens) AS inputTokens, SUM(output_tokens) AS outputTokens, SUM(cached) AS cacheHits,
-              MAX(CASE WHEN rn = (n + 1) / 2 THEN elapsed_ms END) AS p50ElapsedMs,
-              MAX(CASE WHEN rn = (95 * n + 99) / 100 THEN elapsed_ms END) AS p95ElapsedMs
-       FROM r GROUP BY bucket ORDER BY bucket`,
+    /** The upgrade's progress: records from next_id to last_id are still to be folded into the rollups. */
+    backfill: db.prepare<[], { next: number; last: number }>(
+      'SELECT next_id AS next, last_id AS last FROM usage_rollup_backfill WHERE id = 1',
     ),
     heartbeat: db.prepare<[number]>(
       'INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at',
@@ -429,6 +436,14 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     sql.touch.run(entry.at, entry.keyId);
   };
 
+  /** Reads that can take more than a few milliseconds, and background writes, on their own thread. */
+  let reads: BackgroundConnection | undefined;
+  const background = () =>
+    (reads ??= openBackgroundConnection(path, {
+      timeoutMs: options.timeoutMs ?? 2_000,
+      classify: storageTrouble,
+    }));
+
   return {
     async createKey(key) {
       guarded(() => createKey.immediate(key));
@@ -473,27 +488,90 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       write(() => reserve(keyId, requestId, amount, at, staleBefore, tokenId ?? null)),
     settle: (reservationId, entry, staleBefore) => write(() => settle(reservationId, entry, staleBefore)),
     release: (reservationId, entry) => write(() => release(reservationId, entry)),
-    async usageSeries({ keyId, from, to, stepMs }) {
-      return sql.usageSeries.all({ keyId: keyId ?? null, from, to, step: stepMs });
+    async usageSeries({ keyId, stepMs, from, to }) {
+      const rows = await background().all<SummedRow & { at: number }>(
+        keyId === undefined
+          ? { sql: READS.series, params: [stepMs, from, to] }
+          : { sql: READS.keySeries, params: [keyId, stepMs, from, to] },
+      );
+      return rows.map((row): SeriesRow => ({ at: Number(row.at), ...toSums(row) }));
+    },
+    async usageSummary({ keyId, spans }) {
+      const reads = summaryReads('sqlite', spans, keyId, () => '?');
+      return toSummary(await Promise.all(reads.map((read) => background().all<SummedRow>(read))));
     },
     async usage(keyId, limit) {
-      const totals = sql.usageTotals.get(keyId);
+      const [totals, recent] = await Promise.all([
+        background().all<SummedRow>({ sql: READS.keyTotals, params: [keyId] }),
+        background().all<UsageRow>({ sql: READS.recent, params: [keyId, limit] }),
+      ]);
+      const sums = toSums(totals[0] ?? {});
       const summary: UsageTotals = {
-        requests: totals?.requests ?? 0,
-        creditsMicro: totals?.credits ?? 0,
-        inputTokens: totals?.input ?? 0,
-        outputTokens: totals?.output ?? 0,
+        requests: sums.requests,
+        creditsMicro: sums.creditsMicro,
+        inputTokens: sums.inputTokens,
+        outputTokens: sums.outputTokens,
       };
-      return { totals: summary, recent: sql.recentUsage.all(keyId, limit).map(toUsage) };
+      return { totals: summary, recent: recent.map(toUsage) };
     },
     async ledgerBalance(keyId) {
       return sql.ledgerBalance.get(keyId, keyId)?.total ?? 0;
     },
+    async foldIntoRollups(limit) {
+      const [progress] = await background().all<{ next: number; last: number }>({
+        sql: 'SELECT next_id AS next, last_id AS last FROM usage_rollup_backfill WHERE id = 1',
+        params: [],
+      });
+      if (progress === undefined || progress.next > progress.last) return { folded: 0, left: 0 };
+      // The index retention deletes by, built here rather than in the migration: on a large
+      // file it takes seconds, which the thread serving requests must not spend.
+      await background().exec('CREATE INDEX IF NOT EXISTS usage_records_at ON usage_records (at)');
+      const until = Math.min(progress.next + limit, progress.last + 1);
+      // The batch and the move of next_id commit together; a batch another process folded first
+      // (next_id moved) folds nothing.
+      await background().transaction([
+        {
+          sql: FOLD,
+          params: [progress.next, until],
+        },
+        {
+          sql: 'UPDATE usage_rollup_backfill SET next_id = MAX(next_id, ?) WHERE id = 1',
+          params: [until],
+        },
+      ]);
+      return { folded: until - progress.next, left: progress.last + 1 - until };
+    },
+    async deleteUsageBefore(before, limit) {
+      const [changed] = await background().transaction([
+        {
+          sql: 'DELETE FROM usage_records WHERE id IN (SELECT id FROM usage_records WHERE at < ? LIMIT ?)',
+          params: [before, limit],
+        },
+      ]);
+      return changed ?? 0;
+    },
+    async deleteRollupsBefore(stepMs, before, limit) {
+      const [changed] = await background().transaction([
+        {
+          sql: `DELETE FROM usage_rollups WHERE (step_ms, at, key_id, route, upstream, cached) IN (
+                  SELECT step_ms, at, key_id, route, upstream, cached FROM usage_rollups
+                  WHERE step_ms = ? AND at < ? LIMIT ?)`,
+          params: [stepMs, before, limit],
+        },
+      ]);
+      return changed ?? 0;
+    },
     async checkWritable() {
       assertSameFile();
       sql.heartbeat.run(Date.now());
+      const progress = sql.backfill.get();
+      if (progress !== undefined && progress.next <= progress.last)
+        throw new Error(
+          `upgrading: ${progress.last - progress.next + 1} usage records still to fold into the rollups`,
+        );
     },
     async close() {
+      await reads?.close();
       if (db.open) db.close();
     },
   };

@@ -1,0 +1,127 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openSqliteStore } from '../store/sqlite/sqlite-store.ts';
+import type { Store, UsageEntry } from '../store/store.ts';
+import { startMaintenance, usageRetention } from './maintenance.ts';
+
+const DAY = 86_400_000;
+const now = Date.parse('2026-11-25T12:00:00Z');
+const silent = pino({ level: 'silent' });
+
+const record = (keyId: string, requestId: string, at: number): UsageEntry => ({
+  requestId,
+  keyId,
+  creditsMicro: 1000,
+  inputTokens: 1,
+  outputTokens: 0,
+  questions: 1,
+  status: 200,
+  elapsedMs: 7,
+  at,
+  route: 'default',
+  upstream: 'lexical',
+  cached: false,
+  tokenId: null,
+  subject: null,
+});
+
+describe('usage maintenance (retention on a real SQLite file)', () => {
+  let dir: string;
+  let store: Store;
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function seeded() {
+    dir = mkdtempSync(join(tmpdir(), 'dg-maintenance-'));
+    store = openSqliteStore(join(dir, 'gateway.db'));
+    await store.createKey({
+      id: 'key_m',
+      name: 'm',
+      prefix: 'dg_m',
+      hash: 'h'.repeat(64),
+      creditsMicro: null,
+      rateLimitPerMinute: null,
+      route: null,
+      createdAt: 0,
+      expiresAt: null,
+    });
+    // 25 records 100 days old, 5 records 20 days old, 5 today.
+    for (let i = 0; i < 25; i++) await store.settle(null, record('key_m', `old${i}`, now - 100 * DAY + i), 0);
+    for (let i = 0; i < 5; i++) await store.settle(null, record('key_m', `mid${i}`, now - 20 * DAY + i), 0);
+    for (let i = 0; i < 5; i++) await store.settle(null, record('key_m', `new${i}`, now + i), 0);
+  }
+
+  it('deletes, in batches until none is left, what each retention setting no longer keeps', async () => {
+    await seeded();
+    const maintenance = startMaintenance({
+      store,
+      tasks: usageRetention(store, 90),
+      logger: silent,
+      clock: () => now,
+      batchSize: 4,
+    });
+    const report = await maintenance.runPass();
+    await maintenance.stop();
+    // 25 old records; minute rollups: the old minute and the 20-day-old one; no hour older than 400 days.
+    expect(report).toEqual({ folded: 0, deleted: { 'usage records': 25, 'minute rollups': 2 } });
+    const usage = await store.usage('key_m', 100);
+    expect(usage.recent).toHaveLength(10);
+    expect(usage.totals.requests).toBe(35);
+    const days = await store.usageSeries({
+      keyId: 'key_m',
+      stepMs: DAY,
+      from: now - 101 * DAY,
+      to: now + DAY,
+    });
+    expect(days.map((d) => d.requests)).toEqual([25, 5, 5]);
+    const hours = await store.usageSeries({
+      keyId: 'key_m',
+      stepMs: 3_600_000,
+      from: now - 101 * DAY,
+      to: now + DAY,
+    });
+    expect(hours.map((h) => h.requests)).toEqual([25, 5, 5]);
+  });
+
+  it('keeps the records a longer retention still keeps', async () => {
+    await seeded();
+    const maintenance = startMaintenance({
+      store,
+      tasks: usageRetention(store, 120),
+      logger: silent,
+      clock: () => now,
+    });
+    expect(await maintenance.runPass()).toEqual({ folded: 0, deleted: { 'minute rollups': 2 } });
+    await maintenance.stop();
+    expect((await store.usage('key_m', 100)).recent).toHaveLength(35);
+  });
+
+  it('starts its first pass by itself, without being asked', async () => {
+    await seeded();
+    const maintenance = startMaintenance({
+      store,
+      tasks: usageRetention(store, 1),
+      logger: silent,
+      clock: () => now,
+    });
+    try {
+      const deadline = Date.now() + 20_000;
+      while ((await store.usage('key_m', 100)).recent.length > 5 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      expect((await store.usage('key_m', 100)).recent.map((r) => r.requestId).sort()).toEqual([
+        'new0',
+        'new1',
+        'new2',
+        'new3',
+        'new4',
+      ]);
+    } finally {
+      await maintenance.stop();
+    }
+  });
+});

@@ -1,0 +1,124 @@
+import type { Logger } from 'pino';
+import { warnAtMostEvery } from '../logger.ts';
+import { ROLLUP_KEPT_MS, ROLLUP_STEPS_MS } from '../store/rollups.ts';
+import type { Store } from '../store/store.ts';
+
+/**
+ * The gateway's background work on its store (README.md#usage-at-any-volume): first the upgrade
+ * (folding records from before the rollups into them), then retention, each a run of small
+ * batches that stops when nothing is left, so that no batch holds up callers for long. A pass runs
+ * at start and then every 10 minutes; one instance or many, each batch is its own transaction.
+ */
+
+/** Something retention deletes, a batch at a time: resolves with how many rows the batch deleted. */
+export interface RetentionTask {
+  name: string;
+  deleteBatch(now: number, limit: number): Promise<number>;
+}
+
+const DAY_MS = 86_400_000;
+
+/** The usage tasks: raw records past USAGE_RETENTION_DAYS, minute rollups past 14 days, hour rollups past 400. */
+export function usageRetention(store: Store, usageDays: number): RetentionTask[] {
+  return [
+    {
+      name: 'usage records',
+      deleteBatch: (now, limit) => store.deleteUsageBefore(now - usageDays * DAY_MS, limit),
+    },
+    {
+      name: 'minute rollups',
+      deleteBatch: (now, limit) =>
+        store.deleteRollupsBefore(ROLLUP_STEPS_MS.minute, now - ROLLUP_KEPT_MS.minute, limit),
+    },
+    {
+      name: 'hour rollups',
+      deleteBatch: (now, limit) =>
+        store.deleteRollupsBefore(ROLLUP_STEPS_MS.hour, now - ROLLUP_KEPT_MS.hour, limit),
+    },
+  ];
+}
+
+export interface MaintenanceOptions {
+  store: Store;
+  tasks: readonly RetentionTask[];
+  logger: Logger;
+  clock?: () => number;
+  /** Rows per batch: small enough that a batch never holds the database for long. */
+  batchSize?: number;
+  /** Between passes (default 10 minutes). */
+  intervalMs?: number;
+}
+
+export interface PassReport {
+  folded: number;
+  deleted: Record<string, number>;
+}
+
+export function startMaintenance(options: MaintenanceOptions) {
+  const { store, tasks, logger } = options;
+  const clock = options.clock ?? Date.now;
+  const batchSize = options.batchSize ?? 2_000;
+  const intervalMs = options.intervalMs ?? 600_000;
+  const warn = warnAtMostEvery(logger, 60_000);
+  let stopped = false;
+  let running: Promise<PassReport | undefined> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  async function pass(): Promise<PassReport> {
+    const report: PassReport = { folded: 0, deleted: {} };
+    // The upgrade first: retention must not delete a record before the rollups hold it.
+    for (let left = 1; left > 0 && !stopped; ) {
+      const batch = await store.foldIntoRollups(batchSize);
+      report.folded += batch.folded;
+      left = batch.left;
+    }
+    for (const task of tasks) {
+      let total = 0;
+      for (let deleted = batchSize; deleted >= batchSize && !stopped; ) {
+        deleted = await task.deleteBatch(clock(), batchSize);
+        total += deleted;
+      }
+      if (total > 0) report.deleted[task.name] = total;
+    }
+    return report;
+  }
+
+  const run = () => {
+    running ??= pass()
+      .then((report) => {
+        if (report.folded > 0 || Object.keys(report.deleted).length > 0)
+          logger.info(
+            { maintenance: report },
+            'usage maintenance: upgraded and deleted what retention allows',
+          );
+        return report;
+      })
+      .catch((error: unknown) => {
+        // The store is unreachable or busy: the next pass takes up where this one stopped.
+        warn(error, 'usage maintenance could not finish a pass; it is tried again at the next');
+        return undefined;
+      })
+      .finally(() => {
+        running = undefined;
+        if (!stopped) timer = setTimeout(run, intervalMs).unref();
+      });
+    return running;
+  };
+
+  timer = setTimeout(run, 0).unref();
+
+  return {
+    /** Runs a pass now (or waits for the one running) and resolves with what it did. */
+    async runPass(): Promise<PassReport | undefined> {
+      clearTimeout(timer);
+      return run();
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+export type Maintenance = ReturnType<typeof startMaintenance>;
