@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { latencyBucket } from '../usage/histogram.ts';
 import { type NewKey, type NewToken, type Store, StoreUnavailableError, type UsageEntry } from './store.ts';
 
 /**
@@ -572,6 +573,65 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         const day = Math.floor(t0 / 86_400_000) * 86_400_000;
         const days = await store.usageSeries({ stepMs: 86_400_000, from: day, to: day + 86_400_000 });
         expect(days.map((d) => [d.at, d.requests, d.errors, d.creditsMicro])).toEqual([[day, 13, 1, 57_002]]);
+      }));
+
+    it('keeps the rollups’ sums equal to the records’ sums under concurrency on two instances', () =>
+      withStore(async ({ store, openAnother }) => {
+        const other = await openAnother();
+        try {
+          const keys = Array.from({ length: 3 }, () => newKey({ creditsMicro: 50 * MICRO }));
+          for (const key of keys) await store.createKey(key);
+          const t0 = Date.now();
+          let n = 0;
+          // Each call: reserve, then settle, or release (a failure), or settle then release (voided).
+          const call = async (instance: Store, key: NewKey) => {
+            const id = `c${n++}`;
+            const at = t0 + (n % 7) * 60_000;
+            const elapsedMs = (n * 37) % 3000;
+            const held = await instance.reserve(key.id, id, 40_000, Date.now(), Date.now() - 60_000);
+            if (!held.ok) throw new Error('reserve failed');
+            const record = { ...entry(key.id, id, 10_000 + (n % 13) * 1000, at), elapsedMs };
+            const fate = n % 5;
+            if (fate === 0) await instance.release(held.reservationId, { ...record, status: 502 });
+            else {
+              await instance.settle(held.reservationId, record, Date.now() - 60_000);
+              if (fate === 1) await instance.release(held.reservationId, { ...record, status: 503 });
+            }
+          };
+          await Promise.all(
+            Array.from({ length: 240 }, (_, i) => call(i % 2 === 0 ? store : other, keys[i % 3] as NewKey)),
+          );
+          for (const key of keys) {
+            const { recent } = await store.usage(key.id, 1000);
+            expect(recent).toHaveLength(80);
+            const hours = await store.usageSeries({
+              keyId: key.id,
+              stepMs: 3_600_000,
+              from: Math.floor(t0 / 3_600_000) * 3_600_000,
+              to: t0 + 3_600_000 * 2,
+            });
+            const sum = (pick: (row: (typeof hours)[number]) => number) =>
+              hours.reduce((t, row) => t + pick(row), 0);
+            expect(sum((h) => h.requests)).toBe(80);
+            expect(sum((h) => h.errors)).toBe(recent.filter((r) => r.status !== 200).length);
+            expect(sum((h) => h.creditsMicro)).toBe(recent.reduce((t, r) => t + r.creditsMicro, 0));
+            expect(sum((h) => h.inputTokens)).toBe(recent.reduce((t, r) => t + r.inputTokens, 0));
+            const latency = hours.reduce(
+              (t, row) => t.map((count, i) => count + (row.latency[i] ?? 0)),
+              Array.from({ length: 12 }, () => 0),
+            );
+            const expected = Array.from({ length: 12 }, () => 0);
+            for (const r of recent) {
+              const bucket = latencyBucket(r.elapsedMs);
+              expected[bucket] = (expected[bucket] ?? 0) + 1;
+            }
+            expect(latency).toEqual(expected);
+            const balance = (await store.getKey(key.id))?.creditsMicro;
+            expect(await store.ledgerBalance(key.id)).toBe(balance);
+          }
+        } finally {
+          await other.close();
+        }
       }));
 
     it('moves a voided settle in the rollups, so that their sums stay the records’ sums', () =>
