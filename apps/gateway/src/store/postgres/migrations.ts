@@ -539,7 +539,6 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
     // record changed before it is folded is left to the fold.
     sql: `
       ${rollupTable('postgres')}
-      CREATE INDEX usage_records_at ON usage_records (at);
       CREATE TABLE usage_rollup_backfill (
         id integer PRIMARY KEY CHECK (id = 1),
         next_id bigint NOT NULL,

@@ -297,10 +297,12 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
         false,
       ),
 
+    // From the oldest records by id, as the SQLite store does (no index on `at` to pay for).
     deleteUsageBefore: (before, limit) =>
       call('delete old usage', async () => {
         const deleted = await sql`
-          DELETE FROM usage_records WHERE id IN (SELECT id FROM usage_records WHERE at < ${before} LIMIT ${limit})`;
+          DELETE FROM usage_records WHERE id IN (
+            SELECT id FROM (SELECT id, at FROM usage_records ORDER BY id LIMIT ${limit}) oldest WHERE at < ${before})`;
         return deleted.count;
       }),
 

@@ -118,8 +118,7 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     // The rollups of README.md#usage-at-any-volume. Records written from now on are added by the
     // triggers; those already here are folded in the background (usage/maintenance.ts) from
     // next_id to last_id, a batch per transaction that also moves next_id, so each is counted once.
-    // A record changed before it is folded (a release voiding a settle) is left to the fold. The
-    // index on \`at\` that retention deletes by is built by the same background work.
+    // A record changed before it is folded (a release voiding a settle) is left to the fold.
     sql: `
       ${rollupTable('sqlite')}
       CREATE TABLE usage_rollup_backfill (

@@ -92,6 +92,15 @@ const READS = {
 };
 
 /** Folds records from a batch's start (or from next_id, should another process have folded part of it) until its end. */
+/**
+ * Retention deletes from the oldest records by id, a batch at a time, those older than the cutoff:
+ * records are written in the order their requests end, so id order is time order give or take a
+ * request's deadline, and no index on \`at\` is needed (nor paid on every insert). A record that
+ * ended out of order waits for the next pass.
+ */
+const DELETE_OLDEST = `DELETE FROM usage_records WHERE id IN (
+  SELECT id FROM (SELECT id, at FROM usage_records ORDER BY id LIMIT ?) WHERE at < ?)`;
+
 const FOLD = foldRecordsSql(
   'sqlite',
   'MAX(?, (SELECT next_id FROM usage_rollup_backfill WHERE id = 1))',
@@ -523,9 +532,6 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
         params: [],
       });
       if (progress === undefined || progress.next > progress.last) return { folded: 0, left: 0 };
-      // The index retention deletes by, built here rather than in the migration: on a large
-      // file it takes seconds, which the thread serving requests must not spend.
-      await background().exec('CREATE INDEX IF NOT EXISTS usage_records_at ON usage_records (at)');
       const until = Math.min(progress.next + limit, progress.last + 1);
       // The batch and the move of next_id commit together; a batch another process folded first
       // (next_id moved) folds nothing.
@@ -544,8 +550,8 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     async deleteUsageBefore(before, limit) {
       const [changed] = await background().transaction([
         {
-          sql: 'DELETE FROM usage_records WHERE id IN (SELECT id FROM usage_records WHERE at < ? LIMIT ?)',
-          params: [before, limit],
+          sql: DELETE_OLDEST,
+          params: [limit, before],
         },
       ]);
       return changed ?? 0;
