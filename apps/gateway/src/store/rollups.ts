@@ -3,11 +3,11 @@ import type { SummaryRows } from './store.ts';
 
 /**
  * Usage rollups (README.md#usage-at-any-volume), written by both stores the same way: a trigger
- * on `usage_records` adds every record, in the transaction that writes it, to three rows of
- * `usage_rollups` (its UTC minute, hour and day, per key, route, upstream and cache outcome); a
- * record changed later (a settled request voided by its release) moves its sums with it. Deleting
- * a record (retention) leaves the rollups as they are: they keep its sums. This module writes the
- * SQL once for both dialects, so the columns and the sums cannot drift apart.
+ * on `usage_records` adds every record, in the transaction that writes it, to its UTC minute, hour
+ * and day in each rollup table; a record changed later (a settled request voided by its release)
+ * moves its sums with it. Deleting a record (retention) leaves the rollups as they are: they keep
+ * its sums. This module writes the SQL once for both dialects, so the columns and the sums cannot
+ * drift apart.
  */
 
 /** The resolutions kept, as the step in milliseconds each rollup row stands for. */
@@ -19,108 +19,160 @@ export const ROLLUP_KEPT_MS = { minute: 14 * 86_400_000, hour: 400 * 86_400_000 
 /** One count per latency bucket: `lat_5` holds latencies above the bound before it up to 5 ms; `lat_inf` those above 10 s. */
 export const LATENCY_COLUMNS = [...LATENCY_BOUNDS_MS.map((bound) => `lat_${bound}`), 'lat_inf'];
 
-/** The summed columns of a rollup row, in order. */
-const SUMMED = ['requests', 'errors', 'credits_micro', 'input_tokens', 'output_tokens', ...LATENCY_COLUMNS];
-
-/** The dimensions of a rollup row: NULL route or upstream is stored as '' so that upserts meet. */
-const DIMENSIONS = ['step_ms', 'at', 'key_id', 'route', 'upstream', 'cached'];
-
 type Dialect = 'sqlite' | 'postgres';
 
 const int = (dialect: Dialect, condition: string) =>
   dialect === 'postgres' ? `(${condition})::int` : `(${condition})`;
 
-/** `usage_rollups`, its key and the index a key's reads use. */
-export function rollupTable(dialect: Dialect): string {
+/**
+ * The two rollup tables:
+ * - `usage_rollups`, per key, route, upstream and cache outcome: a key's series and totals, and
+ *   every split by route, upstream or key;
+ * - `usage_totals`, all keys together, one row a step: the all-keys series and totals, which
+ *   would otherwise sum a row of every key for every step (on PostgreSQL its rows are taken day,
+ *   hour, minute in that order by every writer, so that writers queue rather than deadlock).
+ */
+export type RollupTableName = 'usage_rollups' | 'usage_totals';
+
+interface Column {
+  name: string;
+  /** Its value for the record `r`; summed columns are multiplied by `sign`. */
+  value(dialect: Dialect, r: string): string;
+}
+
+const DIMENSIONS: Record<RollupTableName, Column[]> = {
+  usage_rollups: [
+    { name: 'step_ms', value: () => 's.ms' },
+    { name: 'at', value: (_, r) => `(${r}.at / s.ms) * s.ms` },
+    { name: 'key_id', value: (_, r) => `${r}.key_id` },
+    // NULL is stored as '' so that upserts meet.
+    { name: 'route', value: (_, r) => `COALESCE(${r}.route, '')` },
+    { name: 'upstream', value: (_, r) => `COALESCE(${r}.upstream, '')` },
+    { name: 'cached', value: (_, r) => `${r}.cached` },
+  ],
+  usage_totals: [
+    { name: 'step_ms', value: () => 's.ms' },
+    { name: 'at', value: (_, r) => `(${r}.at / s.ms) * s.ms` },
+  ],
+};
+
+const latencyColumns: Column[] = LATENCY_BOUNDS_MS.map((bound, i) => {
+  const above = LATENCY_BOUNDS_MS[i - 1];
+  return {
+    name: `lat_${bound}`,
+    value: (dialect, r) =>
+      int(
+        dialect,
+        above === undefined
+          ? `${r}.elapsed_ms <= ${bound}`
+          : `${r}.elapsed_ms > ${above} AND ${r}.elapsed_ms <= ${bound}`,
+      ),
+  };
+});
+
+const COUNTS: Column[] = [
+  { name: 'requests', value: () => '1' },
+  { name: 'errors', value: (dialect, r) => int(dialect, `${r}.status <> 200`) },
+  { name: 'credits_micro', value: (_, r) => `${r}.credits_micro` },
+  { name: 'input_tokens', value: (_, r) => `${r}.input_tokens` },
+  { name: 'output_tokens', value: (_, r) => `${r}.output_tokens` },
+  ...latencyColumns,
+  {
+    name: 'lat_inf',
+    value: (dialect, r) =>
+      int(dialect, `${r}.elapsed_ms > ${LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1]}`),
+  },
+];
+
+const SUMMED: Record<RollupTableName, Column[]> = {
+  // Per key, the cache outcome is a dimension; all keys together, a count.
+  usage_rollups: COUNTS,
+  usage_totals: [...COUNTS, { name: 'cache_hits', value: (dialect, r) => int(dialect, `${r}.cached`) }],
+};
+
+/** A rollup table, its key and the index a key's reads use. */
+export function rollupTable(dialect: Dialect, table: RollupTableName): string {
   const big = dialect === 'postgres' ? 'bigint' : 'INTEGER';
-  const flag = dialect === 'postgres' ? 'boolean' : 'INTEGER';
+  const type = (name: string) =>
+    name === 'key_id' || name === 'route' || name === 'upstream'
+      ? 'text'
+      : name === 'cached' && dialect === 'postgres'
+        ? 'boolean'
+        : big;
+  const columns = [...DIMENSIONS[table], ...SUMMED[table]].map((c) => `${c.name} ${type(c.name)} NOT NULL`);
   return `
-    CREATE TABLE usage_rollups (
-      step_ms ${big} NOT NULL,
-      at ${big} NOT NULL,
-      key_id text NOT NULL,
-      route text NOT NULL,
-      upstream text NOT NULL,
-      cached ${flag} NOT NULL,
-      ${SUMMED.map((column) => `${column} ${big} NOT NULL`).join(',\n      ')},
-      PRIMARY KEY (${DIMENSIONS.join(', ')})
-    )${dialect === 'sqlite' ? ' WITHOUT ROWID' : ''};
-    CREATE INDEX usage_rollups_key ON usage_rollups (key_id, step_ms, at);`;
+    CREATE TABLE ${table} (
+      ${columns.join(',\n      ')},
+      PRIMARY KEY (${DIMENSIONS[table].map((c) => c.name).join(', ')})
+    )${dialect === 'sqlite' ? ' WITHOUT ROWID' : ''};${
+      table === 'usage_rollups'
+        ? '\n    CREATE INDEX usage_rollups_key ON usage_rollups (key_id, step_ms, at);'
+        : ''
+    }`;
 }
 
-/**
- * The values one record adds to its three rollup rows (`sign` -1 takes them away), from the row
- * alias `r` with the record's columns.
- */
-function recordValues(dialect: Dialect, r: string, sign: string): string[] {
-  const latency = LATENCY_BOUNDS_MS.map((bound, i) => {
-    const above = i === 0 ? undefined : LATENCY_BOUNDS_MS[i - 1];
-    const within =
-      above === undefined
-        ? `${r}.elapsed_ms <= ${bound}`
-        : `${r}.elapsed_ms > ${above} AND ${r}.elapsed_ms <= ${bound}`;
-    return `${sign} * ${int(dialect, within)}`;
-  });
-  const last = LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1];
-  return [
-    's.ms',
-    `(${r}.at / s.ms) * s.ms`,
-    `${r}.key_id`,
-    `COALESCE(${r}.route, '')`,
-    `COALESCE(${r}.upstream, '')`,
-    `${r}.cached`,
-    `${sign}`,
-    `${sign} * ${int(dialect, `${r}.status <> 200`)}`,
-    `${sign} * ${r}.credits_micro`,
-    `${sign} * ${r}.input_tokens`,
-    `${sign} * ${r}.output_tokens`,
-    ...latency,
-    `${sign} * ${int(dialect, `${r}.elapsed_ms > ${last}`)}`,
+/** The three resolutions of a record, day first: the order every writer takes the rows in. */
+const STEPS_SQL = `(SELECT ${ROLLUP_STEPS_MS.day} AS ms UNION ALL SELECT ${ROLLUP_STEPS_MS.hour} UNION ALL SELECT ${ROLLUP_STEPS_MS.minute}) s`;
+
+const upsertTail = (
+  table: RollupTableName,
+) => `ON CONFLICT (${DIMENSIONS[table].map((c) => c.name).join(', ')}) DO UPDATE SET
+      ${SUMMED[table].map((c) => `${c.name} = ${table}.${c.name} + excluded.${c.name}`).join(',\n      ')}`;
+
+const columnList = (table: RollupTableName) =>
+  [...DIMENSIONS[table], ...SUMMED[table]].map((c) => c.name).join(', ');
+
+/** Add (sign 1) or take away (sign -1) one record, `r`, in its three rows of `table`. */
+export function addRecordSql(dialect: Dialect, table: RollupTableName, r: string, sign: 1 | -1): string {
+  const values = [
+    ...DIMENSIONS[table].map((c) => c.value(dialect, r)),
+    ...SUMMED[table].map((c) => `${sign} * ${c.value(dialect, r)}`),
   ];
-}
-
-const STEPS_SQL = `(SELECT ${ROLLUP_STEPS_MS.minute} AS ms UNION ALL SELECT ${ROLLUP_STEPS_MS.hour} UNION ALL SELECT ${ROLLUP_STEPS_MS.day}) s`;
-
-const upsertTail = `ON CONFLICT (${DIMENSIONS.join(', ')}) DO UPDATE SET
-      ${SUMMED.map((column) => `${column} = usage_rollups.${column} + excluded.${column}`).join(',\n      ')}`;
-
-/** Add (sign 1) or take away (sign -1) one record, `r`, in its three rollup rows. */
-export function addRecordSql(dialect: Dialect, r: string, sign: 1 | -1): string {
-  return `INSERT INTO usage_rollups (${[...DIMENSIONS, ...SUMMED].join(', ')})
-    SELECT ${recordValues(dialect, r, String(sign)).join(', ')} FROM ${STEPS_SQL} WHERE true
-    ${upsertTail}`;
+  return `INSERT INTO ${table} (${columnList(table)})
+    SELECT ${values.join(', ')} FROM ${STEPS_SQL} WHERE true
+    ${upsertTail(table)}`;
 }
 
 /**
- * Fold usage records `id >= from AND id < until` into the rollups, summed first: the upgrade of
- * a database that has records from before the rollups (README.md#usage-at-any-volume).
+ * Fold usage records `id >= from AND id < until` into `table`, summed first: the upgrade of a
+ * database that has records from before the rollups (README.md#usage-at-any-volume).
  */
-export function foldRecordsSql(dialect: Dialect, from: string, until: string): string {
-  const values = recordValues(dialect, 'r', '1');
-  const dims = values.slice(0, DIMENSIONS.length);
-  const sums = values.slice(DIMENSIONS.length).map((value) => `SUM(${value})`);
-  return `INSERT INTO usage_rollups (${[...DIMENSIONS, ...SUMMED].join(', ')})
+export function foldRecordsSql(
+  dialect: Dialect,
+  table: RollupTableName,
+  from: string,
+  until: string,
+): string {
+  const dims = DIMENSIONS[table].map((c) => c.value(dialect, 'r'));
+  const sums = SUMMED[table].map((c) => `SUM(${c.value(dialect, 'r')})`);
+  return `INSERT INTO ${table} (${columnList(table)})
     SELECT ${[...dims, ...sums].join(', ')}
     FROM usage_records r, ${STEPS_SQL}
     WHERE r.id >= ${from} AND r.id < ${until}
     GROUP BY ${dims.join(', ')}
-    ${upsertTail}`;
+    ORDER BY ${dims.join(', ')}
+    ${upsertTail(table)}`;
 }
 
-/** The sums a read selects from rollup rows: the same names whichever rows it groups. */
-export function summedSql(dialect: Dialect): string {
+/** The sums a read selects from rows of `table`: the same names whichever rows it groups. */
+export function summedSql(dialect: Dialect, table: RollupTableName = 'usage_rollups'): string {
   const sum = (expression: string, as: string) =>
     dialect === 'postgres'
       ? `COALESCE(SUM(${expression}), 0)::bigint AS ${as}`
       : `COALESCE(SUM(${expression}), 0) AS ${as}`;
-  const hit = dialect === 'postgres' ? 'CASE WHEN cached THEN requests ELSE 0 END' : 'cached * requests';
+  const hits =
+    table === 'usage_totals'
+      ? 'cache_hits'
+      : dialect === 'postgres'
+        ? 'CASE WHEN cached THEN requests ELSE 0 END'
+        : 'cached * requests';
   return [
     sum('requests', 'requests'),
     sum('errors', 'errors'),
     sum('credits_micro', 'credits_micro'),
     sum('input_tokens', 'input_tokens'),
     sum('output_tokens', 'output_tokens'),
-    sum(hit, 'cache_hits'),
+    sum(hits, 'cache_hits'),
     ...LATENCY_COLUMNS.map((column) => sum(column, column)),
   ].join(', ');
 }
@@ -194,8 +246,12 @@ export function summaryReads(
   const filter = keyId === undefined ? '' : ` AND key_id = ${placeholder(where.params.length + 1)}`;
   const params: (string | number)[] = keyId === undefined ? where.params : [...where.params, keyId];
   const from = `FROM usage_rollups WHERE ${where.sql}${filter}`;
+  const totals =
+    keyId === undefined
+      ? `SELECT ${summedSql(dialect, 'usage_totals')} FROM usage_totals WHERE ${where.sql}`
+      : `SELECT ${sums} ${from}`;
   return [
-    { sql: `SELECT ${sums} ${from}`, params },
+    { sql: totals, params },
     { sql: `SELECT route, ${sums} ${from} GROUP BY route ORDER BY credits_micro DESC, route`, params },
     {
       sql: `SELECT upstream, ${sums} ${from} GROUP BY upstream ORDER BY credits_micro DESC, upstream`,

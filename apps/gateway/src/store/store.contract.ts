@@ -727,8 +727,8 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         const balance = (await store.getKey(key.id))?.creditsMicro;
         expect(balance).toBe(10 * MICRO - 71_000);
         expect(await store.ledgerBalance(key.id)).toBe(balance);
-        // Minute rollups past their 14 days go; the day's rollup of the same records stays.
-        expect(await store.deleteRollupsBefore(60_000, cutoff, 100)).toBe(7);
+        // Minute rollups past their 14 days go (7 of the key, 7 of all keys); the day's rollup of the same records stays.
+        expect(await store.deleteRollupsBefore(60_000, cutoff, 100)).toBe(14);
         expect(await store.deleteRollupsBefore(60_000, cutoff, 100)).toBe(0);
         expect(await store.usageSeries({ keyId: key.id, stepMs: 60_000, from: old, to: cutoff })).toEqual([]);
         const [oldDay] = await store.usageSeries({ keyId: key.id, stepMs: day, from: old, to: cutoff });

@@ -67,8 +67,9 @@ describe('usage maintenance (retention on a real SQLite file)', () => {
     });
     const report = await maintenance.runPass();
     await maintenance.stop();
-    // 25 old records; minute rollups: the old minute and the 20-day-old one; no hour older than 400 days.
-    expect(report).toEqual({ folded: 0, deleted: { 'usage records': 25, 'minute rollups': 2 } });
+    // 25 old records; minute rollups: the old minute and the 20-day-old one, per key and for all
+    // keys; no hour older than 400 days.
+    expect(report).toEqual({ folded: 0, deleted: { 'usage records': 25, 'minute rollups': 4 } });
     const usage = await store.usage('key_m', 100);
     expect(usage.recent).toHaveLength(10);
     expect(usage.totals.requests).toBe(35);
@@ -96,7 +97,7 @@ describe('usage maintenance (retention on a real SQLite file)', () => {
       logger: silent,
       clock: () => now,
     });
-    expect(await maintenance.runPass()).toEqual({ folded: 0, deleted: { 'minute rollups': 2 } });
+    expect(await maintenance.runPass()).toEqual({ folded: 0, deleted: { 'minute rollups': 4 } });
     await maintenance.stop();
     expect((await store.usage('key_m', 100)).recent).toHaveLength(35);
   });

@@ -534,11 +534,14 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
     name: 'usage rollups, written with each record',
     // The rollups of README.md#usage-at-any-volume. A trigger adds each record in the statement that
     // writes it (inside dg_apply, under its key's row lock), so every instance counts every record
-    // exactly once. Records already here are folded in the background (usage/maintenance.ts) from
-    // next_id to last_id, a batch per transaction that also moves next_id under its row lock; a
-    // record changed before it is folded is left to the fold.
+    // exactly once. All keys share the rows of usage_totals: every writer takes them day, hour,
+    // minute, so writers on other keys queue there rather than deadlock. Records already here are
+    // folded in the background (usage/maintenance.ts) from next_id to last_id, a batch per
+    // transaction that also moves next_id under its row lock; a record changed before it is
+    // folded is left to the fold.
     sql: `
-      ${rollupTable('postgres')}
+      ${rollupTable('postgres', 'usage_rollups')}
+      ${rollupTable('postgres', 'usage_totals')}
       CREATE TABLE usage_rollup_backfill (
         id integer PRIMARY KEY CHECK (id = 1),
         next_id bigint NOT NULL,
@@ -553,9 +556,11 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
           IF EXISTS (SELECT 1 FROM usage_rollup_backfill b WHERE OLD.id BETWEEN b.next_id AND b.last_id) THEN
             RETURN NULL;
           END IF;
-          ${addRecordSql('postgres', 'OLD', -1)};
+          ${addRecordSql('postgres', 'usage_totals', 'OLD', -1)};
+          ${addRecordSql('postgres', 'usage_rollups', 'OLD', -1)};
         END IF;
-        ${addRecordSql('postgres', 'NEW', 1)};
+        ${addRecordSql('postgres', 'usage_totals', 'NEW', 1)};
+        ${addRecordSql('postgres', 'usage_rollups', 'NEW', 1)};
         RETURN NULL;
       END
       $fn$;

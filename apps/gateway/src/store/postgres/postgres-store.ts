@@ -290,7 +290,7 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
               SELECT next_id AS next, last_id AS last FROM usage_rollup_backfill WHERE id = 1 FOR UPDATE`;
             if (progress === undefined || progress.next > progress.last) return { folded: 0, left: 0 };
             const until = Math.min(progress.next + limit, progress.last + 1);
-            await tx.unsafe(FOLD, [progress.next, until]);
+            for (const fold of FOLDS) await tx.unsafe(fold, [progress.next, until]);
             await tx`UPDATE usage_rollup_backfill SET next_id = ${until} WHERE id = 1`;
             return { folded: until - progress.next, left: progress.last + 1 - until };
           }),
@@ -308,10 +308,13 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
 
     deleteRollupsBefore: (stepMs, before, limit) =>
       call('delete old rollups', async () => {
-        const deleted = await sql`
+        const perKey = await sql`
           DELETE FROM usage_rollups WHERE ctid IN (
             SELECT ctid FROM usage_rollups WHERE step_ms = ${stepMs} AND at < ${before} LIMIT ${limit})`;
-        return deleted.count;
+        const allKeys = await sql`
+          DELETE FROM usage_totals WHERE ctid IN (
+            SELECT ctid FROM usage_totals WHERE step_ms = ${stepMs} AND at < ${before} LIMIT ${limit})`;
+        return perKey.count + allKeys.count;
       }),
 
     async checkWritable() {
@@ -342,13 +345,16 @@ const SUMS = summedSql('postgres');
 
 /** Rollup reads (README.md#usage-at-any-volume). */
 const READS = {
-  series: `SELECT at, ${SUMS} FROM usage_rollups WHERE step_ms = $1 AND at >= $2 AND at < $3 GROUP BY at ORDER BY at`,
+  series: `SELECT at, ${summedSql('postgres', 'usage_totals')} FROM usage_totals
+           WHERE step_ms = $1 AND at >= $2 AND at < $3 GROUP BY at ORDER BY at`,
   keySeries: `SELECT at, ${SUMS} FROM usage_rollups WHERE step_ms = $1 AND at >= $2 AND at < $3 AND key_id = $4
               GROUP BY at ORDER BY at`,
   keyTotals: `SELECT ${SUMS} FROM usage_rollups WHERE key_id = $1 AND step_ms = ${ROLLUP_STEPS_MS.day}`,
 };
 
-const FOLD = foldRecordsSql('postgres', '$1', '$2');
+const FOLDS = (['usage_totals', 'usage_rollups'] as const).map((table) =>
+  foldRecordsSql('postgres', table, '$1', '$2'),
+);
 
 /** The usage record of a settle or release, as a step of `dg_apply`. */
 function usageStep(reservationId: string | null, entry: UsageEntry) {

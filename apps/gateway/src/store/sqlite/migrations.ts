@@ -120,7 +120,8 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     // next_id to last_id, a batch per transaction that also moves next_id, so each is counted once.
     // A record changed before it is folded (a release voiding a settle) is left to the fold.
     sql: `
-      ${rollupTable('sqlite')}
+      ${rollupTable('sqlite', 'usage_rollups')}
+      ${rollupTable('sqlite', 'usage_totals')}
       CREATE TABLE usage_rollup_backfill (
         id INTEGER PRIMARY KEY CHECK (id = 1),
         next_id INTEGER NOT NULL,
@@ -129,13 +130,16 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       INSERT INTO usage_rollup_backfill (id, next_id, last_id)
         SELECT 1, COALESCE(MIN(id), 1), COALESCE(MAX(id), 0) FROM usage_records;
       CREATE TRIGGER usage_rollup_insert AFTER INSERT ON usage_records BEGIN
-        ${addRecordSql('sqlite', 'NEW', 1)};
+        ${addRecordSql('sqlite', 'usage_totals', 'NEW', 1)};
+        ${addRecordSql('sqlite', 'usage_rollups', 'NEW', 1)};
       END;
       CREATE TRIGGER usage_rollup_update AFTER UPDATE OF credits_micro, status ON usage_records
       WHEN NOT EXISTS (SELECT 1 FROM usage_rollup_backfill b WHERE OLD.id BETWEEN b.next_id AND b.last_id)
       BEGIN
-        ${addRecordSql('sqlite', 'OLD', -1)};
-        ${addRecordSql('sqlite', 'NEW', 1)};
+        ${addRecordSql('sqlite', 'usage_totals', 'OLD', -1)};
+        ${addRecordSql('sqlite', 'usage_totals', 'NEW', 1)};
+        ${addRecordSql('sqlite', 'usage_rollups', 'OLD', -1)};
+        ${addRecordSql('sqlite', 'usage_rollups', 'NEW', 1)};
       END;
     `,
   },

@@ -84,14 +84,14 @@ const SUMS = summedSql('sqlite');
 
 /** The reads run on the background connection (README.md#usage-at-any-volume). */
 const READS = {
-  series: `SELECT at, ${SUMS} FROM usage_rollups WHERE step_ms = ? AND at >= ? AND at < ? GROUP BY at ORDER BY at`,
+  series: `SELECT at, ${summedSql('sqlite', 'usage_totals')} FROM usage_totals
+           WHERE step_ms = ? AND at >= ? AND at < ? GROUP BY at ORDER BY at`,
   keySeries: `SELECT at, ${SUMS} FROM usage_rollups WHERE key_id = ? AND step_ms = ? AND at >= ? AND at < ?
               GROUP BY at ORDER BY at`,
   keyTotals: `SELECT ${SUMS} FROM usage_rollups WHERE key_id = ? AND step_ms = ${ROLLUP_STEPS_MS.day}`,
   recent: 'SELECT * FROM usage_records WHERE key_id = ? ORDER BY at DESC, id DESC LIMIT ?',
 };
 
-/** Folds records from a batch's start (or from next_id, should another process have folded part of it) until its end. */
 /**
  * Retention deletes from the oldest records by id, a batch at a time, those older than the cutoff:
  * records are written in the order their requests end, so id order is time order give or take a
@@ -101,10 +101,9 @@ const READS = {
 const DELETE_OLDEST = `DELETE FROM usage_records WHERE id IN (
   SELECT id FROM (SELECT id, at FROM usage_records ORDER BY id LIMIT ?) WHERE at < ?)`;
 
-const FOLD = foldRecordsSql(
-  'sqlite',
-  'MAX(?, (SELECT next_id FROM usage_rollup_backfill WHERE id = 1))',
-  '?',
+/** Folds records from a batch's start (or from next_id, should another process have folded part of it) until its end. */
+const FOLDS = (['usage_totals', 'usage_rollups'] as const).map((table) =>
+  foldRecordsSql('sqlite', table, 'MAX(?, (SELECT next_id FROM usage_rollup_backfill WHERE id = 1))', '?'),
 );
 
 export interface SqliteStoreOptions {
@@ -536,10 +535,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       // The batch and the move of next_id commit together; a batch another process folded first
       // (next_id moved) folds nothing.
       await background().transaction([
-        {
-          sql: FOLD,
-          params: [progress.next, until],
-        },
+        ...FOLDS.map((sql) => ({ sql, params: [progress.next, until] })),
         {
           sql: 'UPDATE usage_rollup_backfill SET next_id = MAX(next_id, ?) WHERE id = 1',
           params: [until],
@@ -557,15 +553,20 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       return changed ?? 0;
     },
     async deleteRollupsBefore(stepMs, before, limit) {
-      const [changed] = await background().transaction([
+      const changed = await background().transaction([
         {
           sql: `DELETE FROM usage_rollups WHERE (step_ms, at, key_id, route, upstream, cached) IN (
                   SELECT step_ms, at, key_id, route, upstream, cached FROM usage_rollups
                   WHERE step_ms = ? AND at < ? LIMIT ?)`,
           params: [stepMs, before, limit],
         },
+        {
+          sql: `DELETE FROM usage_totals WHERE (step_ms, at) IN (
+                  SELECT step_ms, at FROM usage_totals WHERE step_ms = ? AND at < ? LIMIT ?)`,
+          params: [stepMs, before, limit],
+        },
       ]);
-      return changed ?? 0;
+      return changed.reduce((sum, n) => sum + n, 0);
     },
     async checkWritable() {
       assertSameFile();
