@@ -13,6 +13,7 @@ import {
 import { type LoadResult, loadCount, measureLoad, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 import { BENCH_OPENAI_REQUEST, BENCH_REQUEST } from './request.ts';
+import { runUsageVolumeBench } from './usage-volume.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
@@ -262,6 +263,12 @@ async function main() {
     process.stdout.write(`\n${table}\n`);
     updateReadmeSection('bench', table);
     if (report.errors > 0) process.exitCode = 1;
+    // Usage at any volume: a month of history on both stores (BENCH_USAGE=0 leaves it out).
+    if (process.env.BENCH_USAGE !== '0') {
+      const usage = await runUsageVolumeBench();
+      process.stdout.write(`\n${usage}\n`);
+      if (!process.env.BENCH_USAGE_RECORDS) updateReadmeSection('bench-usage', usage);
+    }
   } finally {
     for (const running of processes.reverse()) await running.stop();
     await database.drop();

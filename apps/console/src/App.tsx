@@ -4,10 +4,19 @@ import { AdminError, admin, adminToken } from './api.ts';
 import { Field } from './Field.tsx';
 import { KeyPage } from './KeyPage.tsx';
 import { Keys } from './Keys.tsx';
+import { Overview } from './Overview.tsx';
 import { Playground } from './Playground.tsx';
 import { Upstreams } from './Upstreams.tsx';
 
-/** `#/keys/<id>` is a key's page; anything else the overview. */
+/** The pages a link away from every page; anything not listed (and `#/`) is the Overview. */
+const PAGES = [
+  { hash: '#/', name: 'Overview' },
+  { hash: '#/keys', name: 'Keys' },
+  { hash: '#/upstreams', name: 'Upstreams' },
+  { hash: '#/playground', name: 'Playground' },
+] as const;
+
+/** `#/keys/<id>` is a key's page, `#/keys`, `#/upstreams` and `#/playground` their pages; anything else the Overview. */
 function useRoute(): string {
   const [hash, setHash] = useState(location.hash);
   useEffect(() => {
@@ -23,6 +32,7 @@ export function App() {
   const route = useRoute();
   if (!signedIn) return <SignIn onSignedIn={() => setSignedIn(true)} />;
   const keyId = /^#\/keys\/(.+)$/.exec(route)?.[1];
+  const page = keyId ? 'Keys' : (PAGES.find((p) => p.hash === route)?.name ?? 'Overview');
   return (
     <main>
       <header className="row">
@@ -37,12 +47,30 @@ export function App() {
           Sign out
         </button>
       </header>
-      {keyId ? <KeyPage id={decodeURIComponent(keyId)} /> : <Overview />}
+      <nav aria-label="Pages" className="row">
+        {PAGES.map((p) => (
+          <a key={p.hash} href={p.hash} aria-current={p.name === page ? 'page' : undefined}>
+            {p.name}
+          </a>
+        ))}
+      </nav>
+      {keyId ? (
+        <KeyPage id={decodeURIComponent(keyId)} />
+      ) : page === 'Keys' ? (
+        <Keys />
+      ) : page === 'Upstreams' ? (
+        <Upstreams />
+      ) : page === 'Playground' ? (
+        <PlaygroundPage />
+      ) : (
+        <Overview />
+      )}
     </main>
   );
 }
 
-function Overview() {
+/** The playground, with the keys it may mint a token for. */
+function PlaygroundPage() {
   const [keys, setKeys] = useState<KeyObject[]>([]);
   const refresh = useCallback(() => {
     admin.listKeys().then(
@@ -51,13 +79,7 @@ function Overview() {
     );
   }, []);
   useEffect(refresh, [refresh]);
-  return (
-    <>
-      <Keys onChange={refresh} />
-      <Upstreams />
-      <Playground keys={keys} />
-    </>
-  );
+  return <Playground keys={keys} />;
 }
 
 function SignIn({ onSignedIn }: { onSignedIn: () => void }) {

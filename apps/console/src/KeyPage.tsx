@@ -1,21 +1,9 @@
 import type { KeyObject, UsageReport, UsageSeries } from '@decision-gateway/contract';
 import { type FormEvent, useCallback, useEffect, useRef, useState } from 'react';
-import {
-  Bar,
-  BarChart,
-  CartesianGrid,
-  Legend,
-  Line,
-  LineChart,
-  ResponsiveContainer,
-  Tooltip,
-  XAxis,
-  YAxis,
-} from 'recharts';
 import { AdminError, admin } from './api.ts';
-import { Chart } from './Chart.tsx';
-import { pointLabel, RANGES, type Range, rangeStart, summarize } from './chart-data.ts';
+import { RANGES, type Range, rangeStart } from './chart-data.ts';
 import { Field } from './Field.tsx';
+import { RangeButtons, UsageCharts } from './UsageCharts.tsx';
 
 /** One key: its usage charts over 24 h, 7 d or 30 d, its recent requests, credits and revocation. */
 export function KeyPage({ id }: { id: string }) {
@@ -45,11 +33,10 @@ export function KeyPage({ id }: { id: string }) {
 
   if (error) return <p role="alert">{error}</p>;
   if (!key || !series || !usage) return <p>Loading…</p>;
-  const rows = series.series.map((p) => ({ ...p, label: pointLabel(p.at, series.step) }));
   return (
     <section aria-labelledby="key-heading">
       <p>
-        <a href="#/">← All keys</a>
+        <a href="#/keys">← All keys</a>
       </p>
       <h2 id="key-heading">{key.name}</h2>
       <p>
@@ -58,71 +45,8 @@ export function KeyPage({ id }: { id: string }) {
       </p>
       <KeyActions keyObject={key} onChange={setKey} />
       <h3>Usage</h3>
-      <fieldset className="row">
-        <legend>Range</legend>
-        {(Object.keys(RANGES) as Range[]).map((r) => (
-          <button key={r} type="button" aria-pressed={r === range} onClick={() => setRange(r)}>
-            {RANGES[r].label}
-          </button>
-        ))}
-      </fieldset>
-      <Chart name="Requests over time" summary={summarize(series.series, 'requests')}>
-        <ResponsiveContainer width="100%" height={200}>
-          <BarChart data={rows}>
-            <CartesianGrid strokeDasharray="3 3" />
-            <XAxis dataKey="label" minTickGap={24} />
-            <YAxis allowDecimals={false} width={40} />
-            <Tooltip />
-            <Legend />
-            <Bar dataKey="requests" name="requests" fill="#3b6ea5" isAnimationActive={false} />
-            <Bar dataKey="errors" name="errors" fill="#b33" isAnimationActive={false} />
-          </BarChart>
-        </ResponsiveContainer>
-      </Chart>
-      <Chart name="Credits over time" summary={summarize(series.series, 'credits')}>
-        <ResponsiveContainer width="100%" height={200}>
-          <LineChart data={rows}>
-            <CartesianGrid strokeDasharray="3 3" />
-            <XAxis dataKey="label" minTickGap={24} />
-            <YAxis width={48} />
-            <Tooltip />
-            <Line
-              dataKey="creditsUsed"
-              name="credits"
-              stroke="#2a7"
-              dot={{ r: 3 }}
-              isAnimationActive={false}
-            />
-          </LineChart>
-        </ResponsiveContainer>
-      </Chart>
-      <Chart name="Latency over time" summary={summarize(series.series, 'latency')}>
-        <ResponsiveContainer width="100%" height={200}>
-          <LineChart data={rows}>
-            <CartesianGrid strokeDasharray="3 3" />
-            <XAxis dataKey="label" minTickGap={24} />
-            <YAxis width={56} unit="ms" />
-            <Tooltip />
-            <Legend />
-            <Line
-              dataKey="p50ElapsedMs"
-              name="p50"
-              stroke="#555"
-              dot={{ r: 3 }}
-              connectNulls
-              isAnimationActive={false}
-            />
-            <Line
-              dataKey="p95ElapsedMs"
-              name="p95"
-              stroke="#c70"
-              dot={{ r: 3 }}
-              connectNulls
-              isAnimationActive={false}
-            />
-          </LineChart>
-        </ResponsiveContainer>
-      </Chart>
+      <RangeButtons range={range} onChange={setRange} />
+      <UsageCharts series={series} />
       <h3>Recent requests</h3>
       <div className="table">
         <table>

@@ -4,7 +4,7 @@ import { AdminError, admin } from './api.ts';
 import { Field } from './Field.tsx';
 
 /** The keys, newest first, a page at a time; creating one shows its plain key once. */
-export function Keys({ onChange }: { onChange: () => void }) {
+export function Keys({ onChange }: { onChange?: () => void }) {
   const [keys, setKeys] = useState<KeyObject[]>([]);
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
   const [next, setNext] = useState<string | null>(null);
@@ -80,7 +80,7 @@ export function Keys({ onChange }: { onChange: () => void }) {
             setCreating(false);
             setCursors([undefined]);
             void load();
-            onChange();
+            onChange?.();
           }}
         />
       )}

@@ -6,6 +6,7 @@ import type {
   UpstreamHealth,
   UsageReport,
   UsageSeries,
+  UsageSummary,
 } from '@decision-gateway/contract';
 
 const TOKEN_KEY = 'dg-admin-token';
@@ -55,6 +56,10 @@ export const admin = {
   usage: (id: string) => call<UsageReport>('GET', `/admin/keys/${encodeURIComponent(id)}/usage?limit=20`),
   series: (id: string, from: string, step: 'minute' | 'hour' | 'day') =>
     call<UsageSeries>('GET', `/admin/usage/series?keyId=${encodeURIComponent(id)}&from=${from}&step=${step}`),
+  /** All keys together (the Overview). */
+  allSeries: (from: string, step: 'minute' | 'hour' | 'day') =>
+    call<UsageSeries>('GET', `/admin/usage/series?from=${from}&step=${step}`),
+  summary: (from: string) => call<UsageSummary>('GET', `/admin/usage/summary?from=${from}`),
   upstreams: () => call<UpstreamHealth>('GET', '/admin/upstreams'),
   mintToken: (id: string, origin: string) =>
     call<CreatedToken>('POST', `/admin/keys/${encodeURIComponent(id)}/tokens`, {

@@ -87,7 +87,11 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     await page.keyboard.type(ADMIN_TOKEN);
     await page.keyboard.press('Tab');
     await page.keyboard.press('Enter'); // the Sign in button
-    await page.getByRole('heading', { name: 'Keys' }).waitFor();
+    // An operator lands on the Overview; keys, upstreams and the playground are a link away.
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    const pages = page.getByRole('navigation', { name: 'Pages' });
+    for (const name of ['Overview', 'Keys', 'Upstreams', 'Playground'])
+      await expect.poll(() => pages.getByRole('link', { name }).count()).toBe(1);
     const kept = await page.evaluate(() => ({
       session: sessionStorage.getItem('dg-admin-token'),
       cookie: document.cookie,
@@ -98,6 +102,8 @@ describe('the console, in a real Chromium, by its accessible names', () => {
   });
 
   it('creates a key, shows its plain key once, and lists it', async () => {
+    await page.getByRole('link', { name: 'Keys', exact: true }).click();
+    await page.getByRole('heading', { name: 'Keys' }).waitFor();
     await page.getByRole('button', { name: 'Create key' }).click();
     await page.getByLabel('Name').fill('web-backend');
     await page.getByLabel('Credits').fill('50');
@@ -124,24 +130,56 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     });
   });
 
+  it('shows all keys’ usage on the Overview: charts, by route, by upstream, top keys and the cache’s share', async () => {
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    for (const name of ['Requests over time', 'Credits over time', 'Latency over time'])
+      await page.getByRole('img', { name }).waitFor();
+    // Three answers and one refusal, all keys together.
+    await expect.poll(() => page.getByText(/Requests over time: 4 requests \(1 failed\)/).count()).toBe(1);
+    for (const title of ['By route', 'By upstream', 'Top keys']) {
+      const table = page.getByRole('table', { name: title });
+      for (const header of ['Requests', 'Errors', 'Credits', 'p95'])
+        await expect.poll(() => table.getByRole('columnheader', { name: header }).count()).toBe(1);
+    }
+    const route = page.getByRole('table', { name: 'By route' }).getByRole('row', { name: /default/ });
+    await expect.poll(() => route.textContent()).toMatch(/^default41/);
+    await page
+      .getByRole('table', { name: 'By upstream' })
+      .getByRole('row', { name: /lexical/ })
+      .waitFor();
+    await page.getByRole('table', { name: 'Top keys' }).getByRole('link', { name: 'web-backend' }).waitFor();
+    await expect.poll(() => page.getByText(/the cache gave 0% of answers \(0 of 3\)/).count()).toBe(1);
+    for (const range of ['7 d', '30 d', '24 h']) {
+      await page.getByRole('button', { name: range }).click();
+      await expect
+        .poll(() => page.getByRole('button', { name: range }).getAttribute('aria-pressed'))
+        .toBe('true');
+      await expect.poll(() => page.getByText(/Requests over time: 4 requests/).count()).toBe(1);
+    }
+    await page.screenshot({ path: join(SHOTS, 'console-overview.png'), fullPage: true });
+  });
+
   it('shows the upstreams with their circuit state', async () => {
-    await page.reload();
+    await page.getByRole('link', { name: 'Upstreams' }).click();
     await page.getByRole('heading', { name: 'Upstreams' }).waitFor();
     const row = page.getByRole('row', { name: /lexical/ });
     await expect.poll(() => row.textContent()).toContain('closed');
   });
 
   it('asks a decision in the playground with a token it mints, and charts each answer', async () => {
+    await page.getByRole('link', { name: 'Playground' }).click();
     await page.getByRole('heading', { name: 'Playground' }).waitFor();
     await page.getByLabel('Key', { exact: true }).selectOption({ label: 'web-backend' });
     await page.getByRole('button', { name: 'Ask' }).click();
     const chart = page.getByRole('img', { name: 'Probabilities of team' });
     await chart.waitFor();
     await expect.poll(() => page.getByText(/x-dg-route default · x-dg-upstream lexical/).count()).toBe(1);
-    await page.screenshot({ path: join(SHOTS, 'console-overview.png'), fullPage: true });
+    await page.screenshot({ path: join(SHOTS, 'console-playground.png'), fullPage: true });
   });
 
   it('charts a key’s usage, lists its recent requests, adds credits and revokes it after confirming', async () => {
+    await page.getByRole('link', { name: 'Keys', exact: true }).click();
     await page.getByRole('link', { name: 'web-backend' }).click();
     await page.getByRole('heading', { name: 'Usage' }).waitFor();
     for (const name of ['Requests over time', 'Credits over time'])
@@ -176,7 +214,8 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     await page.setViewportSize({ width: 375, height: 800 });
     const keyPage = page.url();
     for (const [target, heading] of [
-      [`${url}/console#/`, 'Playground'],
+      [`${url}/console#/`, 'Top keys'],
+      [`${url}/console#/playground`, 'Playground'],
       [keyPage, 'Usage'],
     ] as const) {
       // A fresh load at this width, measured once its content is there.
