@@ -162,10 +162,11 @@ async function callerBesideOperator(gateway: Running, apiKey: string) {
     }
     return times;
   };
-  const paths = [
-    `/admin/usage/series?from=${iso(now - MONTH)}&step=hour`,
-    `/admin/usage/summary?from=${iso(now - MONTH)}`,
-    `/admin/usage/series?from=${iso(now - 998 * 60_000)}&step=minute`,
+  const ago = (ms: number) => iso(Date.now() - ms);
+  const paths = () => [
+    `/admin/usage/series?from=${ago(MONTH)}&step=hour`,
+    `/admin/usage/summary?from=${ago(MONTH)}`,
+    `/admin/usage/series?from=${ago(998 * 60_000)}&step=minute`,
     `/admin/keys/key_7/usage?limit=1000`,
   ];
   try {
@@ -178,7 +179,7 @@ async function callerBesideOperator(gateway: Running, apiKey: string) {
       const reading = (async () => {
         while (!stop) {
           const response = await operator.request({
-            path: paths[reads % paths.length] as string,
+            path: paths()[reads % 4] as string,
             method: 'GET',
             headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
           });

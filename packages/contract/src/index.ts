@@ -7,6 +7,7 @@ export * from './models.ts';
 export * from './native.ts';
 export * from './openai-decisions.ts';
 export * from './openapi.ts';
+export * from './outcomes.ts';
 export * from './own-key-record.ts';
 export * from './parse-request.ts';
 export * from './question.ts';

@@ -61,6 +61,12 @@ export type RouteOutcome =
       usage: Usage;
       /** The upstreams that answered, in the order asked, joined by `+` (docs/routes.md). */
       upstream: string;
+      /**
+       * Where more than one upstream answered: who gave each final answer, and for a question
+       * answered again (escalated, or declined first) the first upstream's answer, which the
+       * final one replaced (README.md#outcomes-and-calibration). Absent: `upstream` answered all.
+       */
+      attribution?: Attribution;
       upstreamRequestId?: string;
       labelMass?: number;
       usageDetails?: UsageDetails;
@@ -115,11 +121,24 @@ type Answered = {
   usageDetails?: UsageDetails;
 };
 
+/** Who answered each question, where more than one upstream did. */
+export interface Attribution {
+  answeredBy: Record<string, string>;
+  replaced: Record<string, { upstream: string; answer: Answer }>;
+}
+
 /** What the upstreams asked so far answered together, and who answered. */
-type Combined = Answered & { answeredBy: string[] };
+type Combined = Answered & { answeredBy: string[]; attribution: Attribution };
 
 /** A later answer takes the place of the first for the questions it answered; every answer is billed. */
 function merge(result: Combined, later: Answered, name: string): void {
+  const { answeredBy, replaced } = result.attribution;
+  for (const id of Object.keys(later.answers)) {
+    const before = result.answers[id];
+    if (before !== undefined && !Object.hasOwn(replaced, id))
+      replaced[id] = { upstream: answeredBy[id] as string, answer: before };
+    answeredBy[id] = name;
+  }
   result.answers = { ...result.answers, ...later.answers };
   // Still declined: what was declined and the later upstream did not answer.
   result.refused = result.refused.filter((id) => !Object.hasOwn(later.answers, id));
@@ -259,6 +278,10 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
       refused: first.refused,
       usage: first.usage,
       answeredBy: [firstName],
+      attribution: {
+        answeredBy: Object.fromEntries(Object.keys(first.answers).map((id) => [id, firstName])),
+        replaced: {},
+      },
       ...(first.upstreamRequestId !== undefined && { upstreamRequestId: first.upstreamRequestId }),
       ...(first.labelMass !== undefined && { labelMass: first.labelMass }),
       ...(first.usageDetails !== undefined && { usageDetails: first.usageDetails }),
@@ -278,8 +301,13 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
         return { ok: false, failure: failure('upstream_error', reason), detail: reason };
       }
     }
-    const { answeredBy, ...rest } = result;
-    return { ok: true, ...rest, upstream: answeredBy.join('+') };
+    const { answeredBy, attribution, ...rest } = result;
+    return {
+      ok: true,
+      ...rest,
+      upstream: answeredBy.join('+'),
+      ...(answeredBy.length > 1 && { attribution }),
+    };
   }
 
   /**

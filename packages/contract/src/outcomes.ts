@@ -1,0 +1,113 @@
+import { z } from 'zod';
+import { QUESTION_TYPES } from './question.ts';
+
+const QuestionType = z.enum(QUESTION_TYPES, { error: 'must be choice, score or noul' });
+
+/**
+ * Outcomes and calibration (README.md#outcomes-and-calibration): callers report what turned out
+ * true, and the gateway measures how well each upstream's probabilities matched it.
+ */
+
+/** The most truths one call may carry: as many as a decision can hold. */
+export const MAX_OUTCOMES = 400;
+
+/**
+ * A question's truth: a choice's label (on an OpenAI-door decision, its value with its type), a
+ * score's level index, a noul's boolean. Which one a question takes is checked against the
+ * decision it belongs to.
+ */
+export const Truth = z.union([z.string(), z.number(), z.boolean()], {
+  error: 'must be a label, a level index or a boolean',
+});
+export type Truth = z.infer<typeof Truth>;
+
+/** `POST /v1/outcomes`, and the tRPC mutation `outcomes.record`. */
+export const RecordOutcomesBody = z
+  .strictObject({
+    requestId: z
+      .string({ error: 'must be the request id of a decision (req_…)' })
+      .min(1, { error: 'must be the request id of a decision (req_…)' })
+      .max(200, { error: 'must be at most 200 characters' }),
+    outcomes: z
+      .record(z.string(), Truth)
+      .refine((o) => Object.keys(o).length >= 1, { error: 'give 1 to 400 outcomes' })
+      .refine((o) => Object.keys(o).length <= MAX_OUTCOMES, { error: 'give 1 to 400 outcomes' })
+      .meta({ description: '{"<question ID>": truth, …}: 1 to 400 entries.' }),
+  })
+  .meta({ id: 'RecordOutcomesBody' });
+export type RecordOutcomesBody = z.infer<typeof RecordOutcomesBody>;
+
+export const RecordedOutcomes = z
+  .strictObject({
+    recorded: z.number().int().meta({ description: 'The outcomes of this call.' }),
+    replaced: z.number().int().meta({ description: 'How many of them replaced a truth recorded before.' }),
+  })
+  .meta({ id: 'RecordedOutcomes' });
+export type RecordedOutcomes = z.infer<typeof RecordedOutcomes>;
+
+const isoTime = z.iso.datetime({ offset: true });
+
+/** `GET /admin/calibration`: every filter optional. */
+export const CalibrationQuery = z
+  .strictObject({
+    from: isoTime.optional().meta({ description: 'Decisions from (default: 30 days ago).' }),
+    to: isoTime.optional().meta({ description: 'Decisions before (default: now).' }),
+    route: z.string().min(1).optional(),
+    upstream: z.string().min(1).optional(),
+    type: QuestionType.optional(),
+    keyId: z.string().min(1).optional(),
+    target: z.coerce
+      .number({ error: 'must be a number' })
+      .gt(0, { error: 'must be above 0' })
+      .max(1, { error: 'must be at most 1' })
+      .default(0.9)
+      .meta({ description: 'The accuracy the advice aims for (default 0.9).' }),
+  })
+  .refine((q) => q.from === undefined || q.to === undefined || Date.parse(q.to) > Date.parse(q.from), {
+    error: 'to must come after from',
+    path: ['to'],
+  });
+export type CalibrationQuery = z.infer<typeof CalibrationQuery>;
+
+export const ReliabilityBin = z.strictObject({
+  from: z.number(),
+  to: z.number(),
+  count: z.number().int(),
+  meanPredicted: z.number().nullable(),
+  observed: z.number().nullable().meta({ description: 'The share correct (noul: the share true).' }),
+});
+export type ReliabilityBin = z.infer<typeof ReliabilityBin>;
+
+export const CalibrationGroup = z
+  .strictObject({
+    upstream: z.string(),
+    type: QuestionType,
+    outcomes: z.number().int(),
+    accuracy: z.number(),
+    brier: z.number(),
+    logLoss: z.number(),
+    ece: z.number(),
+    mae: z.number().nullable().meta({ description: 'Scores only: mean |score − truth|.' }),
+    bins: z.array(ReliabilityBin).length(10),
+  })
+  .meta({ id: 'CalibrationGroup' });
+export type CalibrationGroup = z.infer<typeof CalibrationGroup>;
+
+export const EscalationAdvice = z
+  .strictObject({
+    route: z.string(),
+    upstream: z.string(),
+    type: QuestionType,
+    outcomes: z.number().int(),
+    confidenceBelow: z.number().nullable().optional().meta({ description: 'choice and score.' }),
+    noulWithin: z.tuple([z.number(), z.number()]).nullable().optional().meta({ description: 'noul.' }),
+    keptAccuracy: z.number().nullable(),
+    escalatedShare: z.number().nullable(),
+  })
+  .meta({ id: 'EscalationAdvice' });
+export type EscalationAdvice = z.infer<typeof EscalationAdvice>;
+
+export const Calibration = z
+  .strictObject({ groups: z.array(CalibrationGroup), advice: z.array(EscalationAdvice) })
+  .meta({ id: 'Calibration' });
+export type Calibration = z.infer<typeof Calibration>;
