@@ -12,6 +12,7 @@ import { buildServer, type Gateway } from './http/server.ts';
 import { createKeyService, type KeyService } from './keys/key-service.ts';
 import { warnAtMostEvery } from './logger.ts';
 import { createMetrics, type GatewayMetrics } from './metrics.ts';
+import { createOutcomes, type Outcomes } from './outcomes/outcomes.ts';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit/rate-limiter.ts';
 import { createRedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
 import { openStore } from './store/open-store.ts';
@@ -19,7 +20,7 @@ import type { Store } from './store/store.ts';
 import { createUpstreamRegistry } from './upstreams/registry.ts';
 import type { Route } from './upstreams/route.ts';
 import { buildRoutes, type UpstreamStats, upstreamHealth } from './upstreams/routes.ts';
-import { startMaintenance, usageRetention } from './usage/maintenance.ts';
+import { decisionRetention, startMaintenance, usageRetention } from './usage/maintenance.ts';
 import { createUsageReports, type UsageReports } from './usage/reports.ts';
 
 /**
@@ -56,6 +57,8 @@ export interface GatewayParts {
   upstreamStats?: UpstreamStats;
   /** The console's built files (default: apps/console/dist); served with ADMIN_TOKEN only. */
   consoleRoot?: string;
+  /** DECISION_RETENTION_DAYS (default 30): how long decisions are kept for outcomes; 0 keeps none. */
+  decisionRetentionDays?: number;
 }
 
 /** The services the server and its doors are given: each built once, here. */
@@ -70,6 +73,11 @@ export interface GatewayServices {
   keys: KeyService;
   /** Usage series and summaries, from the rollups (README.md#usage-at-any-volume). */
   reports: UsageReports;
+  /** Outcomes callers report, and the calibration measured from them (README.md#outcomes-and-calibration). */
+  outcomes: Outcomes;
+  /** RATE_LIMIT_PER_MINUTE, and the clock of keys and rate limits: for what callers do besides evaluating. */
+  defaultRateLimitPerMinute: number;
+  clock: () => number;
   cache: DecisionCache | undefined;
   corsOrigins: readonly string[];
   adminToken: string | undefined;
@@ -86,9 +94,11 @@ export function createServices(parts: GatewayParts): GatewayServices {
   const routeNames = [...parts.routes.keys()];
   const stats = parts.upstreamStats ?? new Map();
   const authenticate = createAuthenticate(parts.store, clock, corsOrigins);
+  const decisionRetentionDays = parts.decisionRetentionDays ?? 30;
   const evaluator = createEvaluator({
     authenticate,
     clock,
+    keepDecisions: decisionRetentionDays > 0,
     store: parts.store,
     routes: parts.routes,
     ...(parts.cache && { cache: parts.cache, cacheScope: parts.cacheScope ?? 'key' }),
@@ -113,6 +123,15 @@ export function createServices(parts: GatewayParts): GatewayServices {
     tokens: createTokenService(parts.store, clock, routeNames),
     keys: createKeyService(parts.store, clock, routeNames),
     reports: createUsageReports(parts.store, clock),
+    outcomes: createOutcomes({
+      store: parts.store,
+      clock,
+      retentionDays: decisionRetentionDays,
+      routes: parts.routes,
+      onJudged: (upstream, type) => metrics.outcomes.inc({ upstream, type }),
+    }),
+    defaultRateLimitPerMinute: parts.rateLimitPerMinute,
+    clock,
     cache: parts.cache,
     corsOrigins,
     adminToken: parts.adminToken,
@@ -219,12 +238,16 @@ export async function openGateway(config: Config, logger: Logger): Promise<Opene
     requestTimeoutMs: config.requestTimeoutMs,
     storeTimeoutMs: config.database.timeoutMs,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
+    decisionRetentionDays: config.retention.decisionDays,
     ...(rateLimiter && { rateLimiter }),
   });
   // The upgrade's fold and retention, in the background from now on (README.md#usage-at-any-volume).
   const maintenance = startMaintenance({
     store,
-    tasks: usageRetention(store, config.retention.usageDays),
+    tasks: [
+      ...usageRetention(store, config.retention.usageDays),
+      decisionRetention(store, config.retention.decisionDays),
+    ],
     logger,
   });
   return {

@@ -107,6 +107,8 @@ export const ConfigSchema = z
     CACHE_MAX_BYTES: integer(64 * 1024 * 1024, 1024),
     /** Raw usage records older than this many days are deleted in the background; the rollups keep their sums. */
     USAGE_RETENTION_DAYS: integer(90, 1, 100_000),
+    /** How long each answered decision is kept for its outcomes; 0 keeps none (outcomes refused). */
+    DECISION_RETENTION_DAYS: integer(30, 0, 100_000),
     LOG_LEVEL: z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
         error: 'must be fatal, error, warn, info, debug, trace or silent',
@@ -139,7 +141,7 @@ export const ConfigSchema = z
     cache: { scope: env.CACHE_SCOPE, maxBytes: env.CACHE_MAX_BYTES },
     corsOrigins: env.CORS_ORIGINS,
     upstreamMaxBodyBytes: env.UPSTREAM_MAX_BODY_BYTES,
-    retention: { usageDays: env.USAGE_RETENTION_DAYS },
+    retention: { usageDays: env.USAGE_RETENTION_DAYS, decisionDays: env.DECISION_RETENTION_DAYS },
   }));
 
 export type Config = z.output<typeof ConfigSchema> & {

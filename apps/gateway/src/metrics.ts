@@ -52,6 +52,12 @@ export function createMetrics() {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
+    outcomes: new Counter({
+      name: 'dg_outcomes_total',
+      help: 'Truths recorded for decisions, once for each upstream whose answer a truth judges, by question type',
+      labelNames: ['upstream', 'type'] as const,
+      registers: [registry],
+    }),
     questions: new Counter({
       name: 'dg_questions_total',
       help: 'Questions evaluated, by type',

@@ -1,4 +1,10 @@
-import type { CreatedToken, EvaluationData, GatewayFailure, ModelList } from '@decision-gateway/contract';
+import type {
+  CreatedToken,
+  EvaluationData,
+  GatewayFailure,
+  ModelList,
+  RecordedOutcomes,
+} from '@decision-gateway/contract';
 
 /** One tRPC operation: its place in the batch and its input, read only when the core asks. */
 export interface Operation {
@@ -26,4 +32,6 @@ export interface ApiContext {
   listModels(operation: Operation): Promise<OperationResult<ModelList>>;
   /** Mints a short-lived browser token for the calling API key (docs/browsers.md). */
   createToken(operation: Operation): Promise<OperationResult<CreatedToken>>;
+  /** Records what turned out true for a decision of the calling key (README.md#outcomes-and-calibration). */
+  recordOutcomes(operation: Operation): Promise<OperationResult<RecordedOutcomes>>;
 }

@@ -4,6 +4,8 @@ import type {
   EvaluationData,
   EvaluationRequest,
   ModelList,
+  RecordedOutcomes,
+  RecordOutcomesBody,
 } from '@decision-gateway/contract';
 import { initTRPC } from '@trpc/server';
 import type { ApiContext, Operation, OperationResult } from './context.ts';
@@ -49,6 +51,11 @@ export const appRouter = t.router({
     .input(evaluateInput)
     .mutation(({ ctx }): EvaluationData => ctx.data),
   models: operation((ctx, op) => ctx.listModels(op)).query(({ ctx }): ModelList => ctx.data),
+  outcomes: t.router({
+    record: operation((ctx, op) => ctx.recordOutcomes(op))
+      .input((input: unknown) => input as RecordOutcomesBody)
+      .mutation(({ ctx }): RecordedOutcomes => ctx.data),
+  }),
   tokens: t.router({
     create: operation((ctx, op) => ctx.createToken(op))
       .input((input: unknown) => input as CreateTokenBody | undefined)

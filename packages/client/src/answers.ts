@@ -60,3 +60,25 @@ export interface Evaluation<Questions extends Record<string, QuestionDefinition>
   creditsUsed: number;
   meta: EvaluationMeta;
 }
+
+/** A level index as a number: 0 | 1 | 2 for a tuple of three levels; any number for an array of unknown length. */
+export type LevelNumber<Levels extends readonly unknown[]> =
+  LevelIndex<Levels> extends `${infer N extends number}` ? N : never;
+
+/**
+ * What turned out true for a question (README.md#outcomes-and-calibration): a choice one of its
+ * labels, a score a level index, a noul a boolean.
+ */
+export type TruthOf<Q> =
+  Q extends ChoiceDefinition<infer Criteria>
+    ? keyof Criteria & string
+    : Q extends ScoreDefinition<infer Levels>
+      ? LevelNumber<Levels>
+      : Q extends { type: 'noul' }
+        ? boolean
+        : never;
+
+/** Outcomes for some of a decision's questions, each typed by its question. */
+export type OutcomesOf<Questions extends Record<string, QuestionDefinition>> = {
+  [Id in keyof Questions]?: TruthOf<Questions[Id]>;
+};

@@ -93,3 +93,36 @@ describe('requests are checked', () => {
     expectTypeOf(client.listModels()).resolves.toHaveProperty('models');
   });
 });
+
+describe('outcomes are typed by the questions of their decision', () => {
+  it('a choice takes one of its labels, a score a level index, a noul a boolean', async () => {
+    const decision = await client.evaluate({
+      state: 'text',
+      questions: {
+        team: choice('Route it', { billing: null, technical: null }),
+        urgency: score('How urgent?', ['low', 'mid', 'high']),
+        refund: noul('Is this a refund?'),
+      },
+    });
+    const recorded = await client.recordOutcome(decision, { team: 'billing', urgency: 2, refund: false });
+    expectTypeOf(recorded).toEqualTypeOf<{ recorded: number; replaced: number }>();
+    // Some questions only: each is optional.
+    await client.recordOutcome(decision, { refund: true });
+    // @ts-expect-error 'sales' is not a label of team
+    await client.recordOutcome(decision, { team: 'sales' });
+    // @ts-expect-error there is no level 3
+    await client.recordOutcome(decision, { urgency: 3 });
+    // @ts-expect-error a noul's truth is a boolean
+    await client.recordOutcome(decision, { refund: 1 });
+    // @ts-expect-error no question "other"
+    await client.recordOutcome(decision, { other: true });
+  });
+
+  it('by request id alone: typed when told the questions, loosely otherwise', async () => {
+    const questions = { team: choice('Route it', { billing: null, technical: null }) };
+    await client.recordOutcome<typeof questions>('req_1', { team: 'technical' });
+    // @ts-expect-error 'sales' is not a label of team
+    await client.recordOutcome<typeof questions>('req_1', { team: 'sales' });
+    await client.recordOutcome('req_1', { anything: 'label', level: 1, yes: true });
+  });
+});

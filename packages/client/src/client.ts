@@ -1,10 +1,16 @@
 // Types only: the client never loads server code (checked by bundle.test.ts).
 import type { AppRouter } from '@decision-gateway/api';
-import type { CreatedToken, CreateTokenBody, ModelList, State } from '@decision-gateway/contract';
+import type {
+  CreatedToken,
+  CreateTokenBody,
+  ModelList,
+  RecordedOutcomes,
+  State,
+} from '@decision-gateway/contract';
 import { MODEL_ID, type ModelId } from '@decision-gateway/contract/limits';
 import { createTRPCClient, httpLink, type TRPCClient, type TRPCLink } from '@trpc/client';
 import { observable } from '@trpc/server/observable';
-import type { Evaluation, EvaluationMeta } from './answers.ts';
+import type { Evaluation, EvaluationMeta, OutcomesOf } from './answers.ts';
 import type { QuestionDefinition } from './builders.ts';
 import { type GatewayError, GatewayNetworkError, toGatewayError } from './errors.ts';
 
@@ -59,6 +65,15 @@ export interface GatewayClient {
   listModels(): Promise<ModelList>;
   /** Mints a short-lived token for a browser (API key only; on your server). */
   createToken(options?: CreateTokenBody): Promise<CreatedToken>;
+  /**
+   * Reports what turned out true for a decision (README.md#outcomes-and-calibration). Given the
+   * decision `evaluate` returned, each truth is typed by its question: a choice takes one of its
+   * labels, a score a level index, a noul a boolean. Given only its request id, name the questions'
+   * type (`recordOutcome<typeof questions>(id, …)`) to keep that typing. Recording again replaces.
+   */
+  recordOutcome<
+    const Questions extends Record<string, QuestionDefinition> = Record<string, QuestionDefinition>,
+  >(decision: Evaluation<Questions> | string, outcomes: OutcomesOf<Questions>): Promise<RecordedOutcomes>;
   /** The raw typed tRPC proxy, for advanced use (errors are TRPCClientError there). */
   readonly trpc: TRPCClient<AppRouter>;
 }
@@ -207,6 +222,15 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
     },
     createToken(tokenOptions = {}) {
       return call(() => trpc.tokens.create.mutate(tokenOptions));
+    },
+    recordOutcome(decision, outcomes) {
+      const requestId = typeof decision === 'string' ? decision : decision.meta.requestId;
+      return call(() =>
+        trpc.outcomes.record.mutate({
+          requestId,
+          outcomes: outcomes as Record<string, string | number | boolean>,
+        }),
+      );
     },
   };
 }

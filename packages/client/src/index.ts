@@ -7,8 +7,11 @@ export type {
   Evaluation,
   EvaluationMeta,
   LevelIndex,
+  LevelNumber,
   NoulAnswerOf,
+  OutcomesOf,
   ScoreAnswerOf,
+  TruthOf,
 } from './answers.ts';
 export {
   type ChoiceDefinition,

@@ -9,6 +9,9 @@ export interface CachedDecision {
   upstream: string;
   /** Epoch ms when it was stored, for the hit's `age`. */
   storedAt: number;
+  /** The request that asked it, and its decision as kept for outcomes: a hit's record points at it. */
+  requestId?: string;
+  kept?: string;
 }
 
 /** Where a decision lives: the hash of its scope, route and canonical request, and who paid for it. */

@@ -1,6 +1,7 @@
 import {
   AdjustCreditsBody,
   CachePurgeQuery,
+  CalibrationQuery,
   CreateKeyBody,
   CreateTokenBody,
   failure,
@@ -18,6 +19,7 @@ import { bearerToken, isAdminToken } from '../auth/api-keys.ts';
 import type { TokenService } from '../auth/tokens.ts';
 import type { DecisionCache } from '../cache/decision-cache.ts';
 import type { KeyResult, KeyService } from '../keys/key-service.ts';
+import type { Outcomes } from '../outcomes/outcomes.ts';
 import type { UsageReports } from '../usage/reports.ts';
 import { type DoorOptions, door, sendFailure as sendDoorFailure } from './door.ts';
 import { sendSuccess } from './envelope.ts';
@@ -28,6 +30,7 @@ export interface AdminDoorOptions extends DoorOptions {
   adminToken: string;
   keys: KeyService;
   reports: UsageReports;
+  outcomes: Outcomes;
   /** The decision cache, when a route has one (docs/routes.md#decision-cache). */
   cache?: DecisionCache;
   tokens: TokenService;
@@ -129,6 +132,13 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
     const query = parseAdminInput(UsageSummaryQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
     return reply(await opts.reports.summary(query.value), res);
+  });
+
+  // README.md#outcomes-and-calibration: how well each upstream's probabilities matched the outcomes.
+  app.get('/admin/calibration', async (request, res) => {
+    const query = parseAdminInput(CalibrationQuery, request.query);
+    if (!query.ok) return sendFailure(res, query.error);
+    return reply(await opts.outcomes.calibration(query.value), res);
   });
 
   app.get('/admin/upstreams', async (_request, res) => sendSuccess(res, opts.upstreams()));

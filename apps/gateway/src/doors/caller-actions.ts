@@ -7,9 +7,14 @@ import {
   type ModelList,
   type Parsed,
   parseAdminInput,
+  type RecordedOutcomes,
+  RecordOutcomesBody,
 } from '@decision-gateway/contract';
 import type { Authenticate, Credentials } from '../auth/authenticate.ts';
 import type { TokenService } from '../auth/tokens.ts';
+import { rateLimitOf } from '../core/evaluation/rate-limit.ts';
+import type { Outcomes } from '../outcomes/outcomes.ts';
+import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 
 type Result<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
 
@@ -18,7 +23,14 @@ type Result<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
  * `/native`, tRPC): list the models, and mint a browser token with an API key (docs/browsers.md).
  * Each door only reads its request and writes the result in its own format.
  */
-export function createCallerActions(deps: { authenticate: Authenticate; tokens: TokenService }) {
+export function createCallerActions(deps: {
+  authenticate: Authenticate;
+  tokens: TokenService;
+  outcomes: Outcomes;
+  rateLimiter: RateLimiter;
+  defaultRateLimitPerMinute: number;
+  clock: () => number;
+}) {
   return {
     async listModels(credentials: Credentials): Promise<Result<ModelList>> {
       const auth = await deps.authenticate(credentials);
@@ -42,6 +54,30 @@ export function createCallerActions(deps: { authenticate: Authenticate; tokens: 
       const body = read.ok ? parseAdminInput(CreateTokenBody, read.value ?? {}) : read;
       if (!body.ok) return body;
       return deps.tokens.mint(auth.principal.key.id, body.value);
+    },
+
+    /**
+     * `POST /v1/outcomes` (README.md#outcomes-and-calibration): an API key, or a token of the key
+     * that asked, reports what turned out true. It takes a rate-limit token like an evaluation;
+     * no credits, no usage record.
+     */
+    async recordOutcomes(
+      credentials: Credentials,
+      readBody: () => Promise<Parsed<unknown>> | Parsed<unknown>,
+    ): Promise<Result<RecordedOutcomes>> {
+      const auth = await deps.authenticate({ ...credentials, cached: false });
+      if (!auth.ok) return { ok: false, error: auth.failure };
+      const { key } = auth.principal;
+      const token = auth.principal.kind === 'token' ? auth.principal.token : undefined;
+      const limited = await rateLimitOf(
+        { id: key.id, rateLimitPerMinute: key.rateLimitPerMinute, token },
+        deps,
+      );
+      if (limited) return { ok: false, error: limited };
+      const read = await readBody();
+      const body = read.ok ? parseAdminInput(RecordOutcomesBody, read.value) : read;
+      if (!body.ok) return body;
+      return deps.outcomes.record(key.id, body.value);
     },
   };
 }

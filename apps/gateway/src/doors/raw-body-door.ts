@@ -38,18 +38,21 @@ interface RawBodyDoorShape {
   body: SuccessBody;
   /** Headers every response of the door carries. */
   headers?(requestId: string): Record<string, string>;
-  /** Serves `POST /v1/tokens` (docs/browsers.md): the REST door does. */
-  mintsTokens?: boolean;
+  /**
+   * Serves `POST /v1/tokens` (docs/browsers.md) and `POST /v1/outcomes`
+   * (README.md#outcomes-and-calibration): the REST door does.
+   */
+  callerActions?: boolean;
 }
 
-function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers, mintsTokens }: RawBodyDoorShape) {
+function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers, callerActions }: RawBodyDoorShape) {
   return async (app: FastifyInstance, opts: EvaluationDoorOptions) => {
     door(app, name, { ...opts, ownsNotFound });
     readRawBodies(app, 'buffer');
     const browsers = cors(app, opts.corsOrigins);
     if (browsers) {
-      const paths = mintsTokens
-        ? ['/v1/systemone', '/v1/models', '/v1/tokens']
+      const paths = callerActions
+        ? ['/v1/systemone', '/v1/models', '/v1/tokens', '/v1/outcomes']
         : ['/v1/systemone', '/v1/models'];
       for (const path of paths)
         app.options(path, async (request, reply) => browsers.preflight(request, reply));
@@ -89,10 +92,14 @@ function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers, mintsTokens
       return models.ok ? succeed(reply, models.value) : sendFailure(reply, models.error, name);
     });
 
-    if (mintsTokens) {
+    if (callerActions) {
       app.post('/v1/tokens', async (request, reply) => {
-        const minted = await opts.callers.mintToken(credentialsOf(request), () => tokenBody(request));
+        const minted = await opts.callers.mintToken(credentialsOf(request), () => callerBody(request));
         return minted.ok ? succeed(reply.code(201), minted.value) : sendFailure(reply, minted.error, name);
+      });
+      app.post('/v1/outcomes', async (request, reply) => {
+        const recorded = await opts.callers.recordOutcomes(credentialsOf(request), () => callerBody(request));
+        return recorded.ok ? succeed(reply, recorded.value) : sendFailure(reply, recorded.error, name);
       });
     }
   };
@@ -102,7 +109,7 @@ function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers, mintsTokens
 export const restDoor = rawBodyDoor({
   name: 'rest',
   ownsNotFound: false,
-  mintsTokens: true,
+  callerActions: true,
   evaluated: (data) => data,
   body: successBody,
 });
@@ -121,10 +128,11 @@ export const nativeDoor = rawBodyDoor({
 });
 
 /**
- * A mint's body, read after authentication in the order of docs/http-api.md#errors: media type
- * (41500), JSON (40000); the caller actions judge its fields (40001). No body at all is `{}`.
+ * A caller action's body (a mint, outcomes), read after authentication in the order of
+ * docs/http-api.md#errors: media type (41500), JSON (40000); the caller actions judge its fields
+ * (40001). No body at all is `{}`.
  */
-function tokenBody(request: FastifyRequest): Parsed<unknown> {
+function callerBody(request: FastifyRequest): Parsed<unknown> {
   const bytes = request.body as Buffer | undefined;
   if (bytes === undefined || bytes.length === 0) return { ok: true, value: {} };
   if (!isJsonMediaType(sentContentType(request)))

@@ -132,6 +132,15 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
             : { ok: false, failure: minted.error, requestId };
         });
       },
+      recordOutcomes: (op) => {
+        const requestId = batch ? `${request.id}_${op.batchIndex}` : request.id;
+        return storeGuarded(requestId, async () => {
+          const recorded = await opts.callers.recordOutcomes(credentials, () => readInput(op));
+          return recorded.ok
+            ? { ok: true, data: recorded.value }
+            : { ok: false, failure: recorded.error, requestId };
+        });
+      },
     });
 
     await fastifyRequestHandler({

@@ -177,6 +177,7 @@ export function buildServer(services: GatewayServices): Gateway {
       adminToken: services.adminToken,
       keys: services.keys,
       reports: services.reports,
+      outcomes: services.outcomes,
       tokens,
       ...(services.cache && { cache: services.cache }),
       upstreams: services.upstreamHealth,

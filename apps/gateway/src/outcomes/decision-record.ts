@@ -102,7 +102,7 @@ export function judgeTruth(
   // A choice: one of its labels; through the OpenAI door, one of its values with its type.
   const index =
     question.values !== undefined
-      ? question.values.findIndex((value) => value === truth)
+      ? (question.values as readonly Truth[]).indexOf(truth)
       : typeof truth === 'string'
         ? (question.labels ?? []).indexOf(truth)
         : -1;

@@ -787,6 +787,80 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
       }
     });
 
+    it('keeps a decision with its settle, records and replaces outcomes, reads them back and deletes them by age', () =>
+      withStore(async ({ store, openAnother }) => {
+        const key = newKey();
+        await store.createKey(key);
+        const now = Date.now();
+        const held = await store.reserve(key.id, 'd1', 100_000, now, now - 60_000);
+        if (!held.ok) throw new Error('reserve failed');
+        const questions = JSON.stringify({
+          team: { type: 'choice', upstream: 'cheap', p: [0.7, 0.3], labels: ['a', 'b'] },
+        });
+        await store.settle(held.reservationId, entry(key.id, 'd1', 1000, now), now - 60_000, {
+          questions,
+          reused: null,
+        });
+        // Settled again (a retried call): the first decision stands, nothing is written twice.
+        await store.settle(held.reservationId, entry(key.id, 'd1', 1000, now), now - 60_000, {
+          questions: '{}',
+          reused: null,
+        });
+        // A cache hit's record points at the decision it reused.
+        await store.release(
+          null,
+          { ...entry(key.id, 'd2', 0, now + 1), cached: true },
+          { questions, reused: 'd1' },
+        );
+        // A failed request keeps none.
+        await store.release(null, { ...entry(key.id, 'd3', 0, now + 2), status: 502 });
+        const other = await openAnother();
+        try {
+          expect(await other.findDecision('d1')).toEqual({
+            requestId: 'd1',
+            keyId: key.id,
+            route: 'default',
+            at: now,
+            reused: null,
+            questions,
+          });
+          expect(await other.findDecision('d2')).toMatchObject({ reused: 'd1', at: now + 1 });
+          expect(await other.findDecision('d3')).toBeUndefined();
+          expect(await other.findDecision('nope')).toBeUndefined();
+
+          expect(await store.recordOutcomes('d1', [{ questionId: 'team', truth: '"a"' }], now)).toBe(0);
+          expect(
+            await other.recordOutcomes(
+              'd1',
+              [
+                { questionId: 'team', truth: '"b"' },
+                { questionId: 'other', truth: 'true' },
+              ],
+              now + 5,
+            ),
+          ).toBe(1);
+          await store.recordOutcomes('d2', [{ questionId: 'team', truth: '"a"' }], now);
+          const judged = await other.judgedDecisions({ from: now, to: now + 60_000 });
+          expect(judged).toEqual([
+            { route: 'default', questions, outcomes: { team: '"b"', other: 'true' } },
+            { route: 'default', questions, outcomes: { team: '"a"' } },
+          ]);
+          expect(
+            await other.judgedDecisions({ from: now + 1, to: now + 60_000, keyId: key.id }),
+          ).toHaveLength(1);
+          expect(await other.judgedDecisions({ from: now, to: now + 60_000, keyId: 'someone' })).toEqual([]);
+          expect(await other.judgedDecisions({ from: now, to: now + 60_000, route: 'cheap' })).toEqual([]);
+
+          // Retention: the oldest first, with their outcomes.
+          expect(await store.deleteDecisionsBefore(now + 1, 10)).toBe(1);
+          expect(await store.findDecision('d1')).toBeUndefined();
+          expect(await other.judgedDecisions({ from: 0, to: now + 60_000 })).toHaveLength(1);
+          expect(await store.deleteDecisionsBefore(now + 1, 10)).toBe(0);
+        } finally {
+          await other.close();
+        }
+      }));
+
     it('reports usage totals and the most recent records first, up to a limit', () =>
       withStore(async ({ store }) => {
         const key = newKey({ creditsMicro: null });

@@ -61,6 +61,21 @@ export interface UsageEntry {
   subject: string | null;
 }
 
+/** What a decision keeps beside its usage record: the questions as `outcomes/decision-record.ts` writes them, as JSON. */
+export interface KeptDecision {
+  questions: string;
+  /** A cache hit: the request id of the decision it reused. */
+  reused: string | null;
+}
+
+/** A decision as kept, with its request. */
+export interface DecisionRecord extends KeptDecision {
+  requestId: string;
+  keyId: string;
+  route: string | null;
+  at: number;
+}
+
 /** A short-lived browser token (docs/browsers.md): only its hash is stored. */
 export interface NewToken {
   id: string;
@@ -170,14 +185,40 @@ export interface Store {
    * (docs/http-api.md#credits). Returns the micro-credits debited. `entry.requestId` names the request the
    * reservation was made for; settling it again returns the first debit and writes nothing.
    */
-  settle(reservationId: string | null, entry: UsageEntry, staleBefore: number): Promise<number>;
+  settle(
+    reservationId: string | null,
+    entry: UsageEntry,
+    staleBefore: number,
+    decision?: KeptDecision,
+  ): Promise<number>;
   /**
    * Release the reservation and write the usage entry of a failed request (0 credits). Without a
    * reservation id, whatever the request holds is released. Idempotent per request, like settle;
    * should the request have been settled after all (a settle whose answer was lost), its debit is
    * undone, since its caller was answered a failure (docs/http-api.md#errors: a failed request is never charged).
    */
-  release(reservationId: string | null, entry: UsageEntry): Promise<void>;
+  release(reservationId: string | null, entry: UsageEntry, decision?: KeptDecision): Promise<void>;
+
+  /**
+   * Decisions and their outcomes (README.md#outcomes-and-calibration). A settle (or the record of
+   * a cache hit) given a decision keeps it in the same transaction as its usage record.
+   */
+  findDecision(requestId: string): Promise<DecisionRecord | undefined>;
+  /** Records (or replaces) truths of a decision; resolves with how many replaced one recorded before. */
+  recordOutcomes(
+    requestId: string,
+    outcomes: readonly { questionId: string; truth: string }[],
+    at: number,
+  ): Promise<number>;
+  /** Every decision from `from` (inclusive) to `to` (exclusive) with at least one outcome, with its outcomes. */
+  judgedDecisions(query: {
+    from: number;
+    to: number;
+    keyId?: string;
+    route?: string;
+  }): Promise<{ route: string | null; questions: string; outcomes: Record<string, string> }[]>;
+  /** Deletes up to `limit` decisions older than `before`, with their outcomes (retention). */
+  deleteDecisionsBefore(before: number, limit: number): Promise<number>;
 
   /**
    * A key's totals, from its rollups (so they survive retention), and its most recent records
@@ -233,4 +274,26 @@ export interface SummaryRows {
   byRoute: (RollupSums & { route: string | null })[];
   byUpstream: (RollupSums & { upstream: string | null })[];
   byKey: (RollupSums & { keyId: string; name: string; prefix: string })[];
+}
+
+/** One row per outcome, ordered by request, as both stores read them → one entry per decision. */
+export function groupJudged(
+  rows: readonly {
+    request_id: string;
+    route: string | null;
+    questions: string;
+    question_id: string;
+    truth: string;
+  }[],
+): { route: string | null; questions: string; outcomes: Record<string, string> }[] {
+  const decisions: { route: string | null; questions: string; outcomes: Record<string, string> }[] = [];
+  let last: string | undefined;
+  for (const row of rows) {
+    if (row.request_id !== last) {
+      decisions.push({ route: row.route, questions: row.questions, outcomes: {} });
+      last = row.request_id;
+    }
+    (decisions[decisions.length - 1] as (typeof decisions)[number]).outcomes[row.question_id] = row.truth;
+  }
+  return decisions;
 }

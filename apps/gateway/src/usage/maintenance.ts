@@ -38,6 +38,14 @@ export function usageRetention(store: Store, usageDays: number): RetentionTask[]
   ];
 }
 
+/** Decision records past DECISION_RETENTION_DAYS, with their outcomes (0 keeps none: every one goes). */
+export function decisionRetention(store: Store, decisionDays: number): RetentionTask {
+  return {
+    name: 'decision records',
+    deleteBatch: (now, limit) => store.deleteDecisionsBefore(now - decisionDays * DAY_MS, limit),
+  };
+}
+
 export interface MaintenanceOptions {
   store: Store;
   tasks: readonly RetentionTask[];

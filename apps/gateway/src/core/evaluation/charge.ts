@@ -1,6 +1,7 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import { refusedKeyFailure } from '../../auth/api-keys.ts';
-import { StoreUnavailableError } from '../../store/store.ts';
+import { keptQuestions } from '../../outcomes/decision-record.ts';
+import { type KeptDecision, StoreUnavailableError } from '../../store/store.ts';
 import type { Route, RouteCall, RouteOutcome } from '../../upstreams/route.ts';
 import { costMicro, fromMicro } from '../credits.ts';
 import { confirmPayer, refuse } from './authenticate.ts';
@@ -98,11 +99,13 @@ async function settle(
       'the upstream reported more usage than was reserved; the reservation was charged',
     );
   }
+  const kept = deps.keepDecisions ? keptDecision(ctx, outcome) : undefined;
   const debited = await deps.ledger.settle(
     ctx,
     outcome.usage,
     Math.min(reported, boundMicro),
     outcome.upstream,
+    kept,
   );
   const creditsUsed = fromMicro(debited);
   log.creditsUsed = creditsUsed;
@@ -116,5 +119,21 @@ async function settle(
     creditsUsed,
   };
   if (outcome.usageDetails) ctx.answered.usageDetails = outcome.usageDetails;
+  if (kept) ctx.answered.kept = kept;
   return undefined;
+}
+
+/** The decision kept for its outcomes: each question's answer, who gave it, and what it replaced. */
+function keptDecision(ctx: EvaluationContext, outcome: Extract<RouteOutcome, { ok: true }>): KeptDecision {
+  const questions = keptQuestions(
+    ctx.request as NonNullable<EvaluationContext['request']>,
+    outcome.answers,
+    outcome.upstream,
+    {
+      refused: outcome.refused,
+      ...(outcome.attribution && { attribution: outcome.attribution }),
+      ...(ctx.original && { original: ctx.original }),
+    },
+  );
+  return { questions: JSON.stringify(questions), reused: null };
 }

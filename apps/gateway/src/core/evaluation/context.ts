@@ -7,7 +7,7 @@ import type {
   UsageDetails,
 } from '@decision-gateway/contract';
 import type { DecisionCache, DecisionKey } from '../../cache/decision-cache.ts';
-import type { KeyAuth, TokenAuth } from '../../store/store.ts';
+import type { KeptDecision, KeyAuth, TokenAuth } from '../../store/store.ts';
 import type { Route } from '../../upstreams/route.ts';
 import type { EvaluationCall, EvaluationLog, ResponseMeta } from './types.ts';
 
@@ -35,6 +35,8 @@ export interface Answered {
   usageDetails?: UsageDetails;
   upstream: string;
   creditsUsed: number;
+  /** The decision as kept for its outcomes (README.md#outcomes-and-calibration), where decisions are kept. */
+  kept?: KeptDecision;
 }
 
 /**

@@ -44,8 +44,15 @@ export async function keep(
   cache: RequestCache,
   answered: Answered,
   deps: Pick<StageDeps, 'clock'>,
+  requestId: string,
 ): Promise<CachedDecision> {
-  const decision = { answers: answered.answers, upstream: answered.upstream, storedAt: deps.clock() };
+  const decision: CachedDecision = {
+    answers: answered.answers,
+    upstream: answered.upstream,
+    storedAt: deps.clock(),
+    requestId,
+  };
+  if (answered.kept) decision.kept = answered.kept.questions;
   if (cache.directive !== 'no-store') await cache.store.set(cache.key, decision, cache.ttlSeconds);
   return decision;
 }

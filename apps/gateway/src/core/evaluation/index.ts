@@ -1,6 +1,7 @@
 import { type GatewayFailure, MODEL_ID, type Usage } from '@decision-gateway/contract';
 import { createCoalescer } from '../../cache/coalesce.ts';
 import type { CachedDecision } from '../../cache/decision-cache.ts';
+import { keptQuestions } from '../../outcomes/decision-record.ts';
 import { storeTroubleFailure } from '../store-trouble.ts';
 import { authenticateCaller, confirmPayer } from './authenticate.ts';
 import { charge } from './charge.ts';
@@ -93,7 +94,7 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
       const outcome = await charged(ctx);
       // Only successful decisions, after their settlement, and none with a refusal in it.
       if (outcome.ok && ctx.answered && ctx.answered.refused.length === 0)
-        decision = await keep(cache, ctx.answered, deps);
+        decision = await keep(cache, ctx.answered, deps, ctx.call.requestId);
       return outcome;
     } finally {
       lead?.done(decision);
@@ -106,7 +107,22 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     if (refused) return { ok: false, failure: refused, meta: ctx.meta, log: ctx.log };
     const route = ctx.route?.spec.name ?? '';
     Object.assign(ctx.log, { cache: how, upstream: decision.upstream, usage: NO_USAGE, creditsUsed: 0 });
-    await deps.ledger.recordHit(ctx, decision.upstream);
+    // Its decision record points at the decision it reused, whose upstream answered it.
+    const kept = deps.keepDecisions
+      ? {
+          questions:
+            decision.kept ??
+            JSON.stringify(
+              keptQuestions(
+                ctx.request as NonNullable<EvaluationContext['request']>,
+                decision.answers,
+                decision.upstream,
+              ),
+            ),
+          reused: decision.requestId ?? null,
+        }
+      : undefined;
+    await deps.ledger.recordHit(ctx, decision.upstream, kept);
     deps.onCacheOutcome?.(route, how);
     ctx.meta.upstream = decision.upstream;
     ctx.meta.creditsUsed = 0;

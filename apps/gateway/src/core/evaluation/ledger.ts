@@ -1,5 +1,6 @@
 import type { Usage } from '@decision-gateway/contract';
 import type { Logger } from 'pino';
+import type { KeptDecision } from '../../store/store.ts';
 import { type Store, StoreUnavailableError, type UsageEntry } from '../../store/store.ts';
 import type { EvaluationContext } from './context.ts';
 
@@ -72,11 +73,18 @@ export function createLedger({ store, clock, logger, staleAfterMs }: LedgerDeps)
     },
 
     /** Debit what the answer cost (already capped at the reservation); returns the debit. */
-    settle(ctx: EvaluationContext, usage: Usage, costMicro: number, upstream: string): Promise<number> {
+    settle(
+      ctx: EvaluationContext,
+      usage: Usage,
+      costMicro: number,
+      upstream: string,
+      decision?: KeptDecision,
+    ): Promise<number> {
       return store.settle(
         ctx.reservation?.id ?? null,
         entry(ctx, usage, costMicro, 200, upstream),
         staleBefore(clock()),
+        decision,
       );
     },
 
@@ -86,8 +94,8 @@ export function createLedger({ store, clock, logger, staleAfterMs }: LedgerDeps)
     },
 
     /** A decision served from the cache: nothing held or spent, a record all the same. */
-    recordHit(ctx: EvaluationContext, upstream: string): Promise<void> {
-      return store.release(null, entry(ctx, NO_USAGE, 0, 200, upstream, true));
+    recordHit(ctx: EvaluationContext, upstream: string, decision?: KeptDecision): Promise<void> {
+      return store.release(null, entry(ctx, NO_USAGE, 0, 200, upstream, true), decision);
     },
 
     /**

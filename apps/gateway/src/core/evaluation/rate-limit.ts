@@ -1,5 +1,5 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
-import type { EvaluationContext } from './context.ts';
+import type { EvaluationContext, Payer } from './context.ts';
 import type { StageDeps } from './deps.ts';
 
 /**
@@ -10,21 +10,31 @@ export function rateLimit(
   ctx: EvaluationContext,
   deps: Pick<StageDeps, 'rateLimiter' | 'defaultRateLimitPerMinute' | 'clock'>,
 ): Promise<GatewayFailure | undefined> | undefined {
-  const payer = ctx.payer as NonNullable<EvaluationContext['payer']>;
+  return rateLimitOf(ctx.payer as NonNullable<EvaluationContext['payer']>, deps);
+}
+
+/** Who takes the tokens: a key, and the browser token it came with (also outcomes, README.md#outcomes-and-calibration). */
+export type Bucketed = Pick<Payer, 'id' | 'rateLimitPerMinute'> & {
+  token?: { id: string; rateLimitPerMinute: number | null } | null | undefined;
+};
+
+export function rateLimitOf(
+  payer: Bucketed,
+  deps: Pick<StageDeps, 'rateLimiter' | 'defaultRateLimitPerMinute' | 'clock'>,
+): Promise<GatewayFailure | undefined> | undefined {
   const limit = payer.rateLimitPerMinute ?? deps.defaultRateLimitPerMinute;
   const tokenLimit = payer.token?.rateLimitPerMinute;
   // No bucket to take from (limits off): nothing to wait for.
   if (limit <= 0 && !tokenLimit) return undefined;
-  return takeTokens(ctx, deps, limit, tokenLimit);
+  return takeTokens(payer, deps, limit, tokenLimit);
 }
 
 async function takeTokens(
-  ctx: EvaluationContext,
+  payer: Bucketed,
   deps: Pick<StageDeps, 'rateLimiter' | 'clock'>,
   limit: number,
   tokenLimit: number | null | undefined,
 ): Promise<GatewayFailure | undefined> {
-  const payer = ctx.payer as NonNullable<EvaluationContext['payer']>;
   if (limit > 0) {
     const over = await overLimit(deps, payer.id, limit, 'the key');
     if (over) return over;

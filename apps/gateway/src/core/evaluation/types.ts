@@ -32,6 +32,8 @@ export interface EvaluationDeps {
   onDebitCapped?(route: string, excessMicro: number): void;
   /** STORE_TIMEOUT_MS: the longest one store call takes before it fails. */
   storeTimeoutMs?: number;
+  /** Keep each answered decision for its outcomes (DECISION_RETENTION_DAYS > 0, README.md#outcomes-and-calibration). */
+  keepDecisions?: boolean;
   rateLimiter: RateLimiter;
   pricing: Pricing;
   /** Per-key default when a key has no limit of its own; 0 = off. */

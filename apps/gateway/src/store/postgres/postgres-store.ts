@@ -18,6 +18,8 @@ import {
 } from '../rows.ts';
 import {
   CREDIT_CEILING_MICRO,
+  type DecisionRecord,
+  groupJudged,
   type KeyAuth,
   type KeyRefusal,
   pageOf,
@@ -222,19 +224,75 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
       return { ok: false, code: 'insufficient_credits', availableMicro: row.available ?? 0 };
     },
 
-    async settle(reservationId, entry, staleBefore) {
+    async settle(reservationId, entry, staleBefore, decision) {
       const row = await submit({
         op: 'settle',
         ...usageStep(reservationId, entry),
         cost: entry.creditsMicro,
         staleBefore,
+        ...(decision && { decision }),
       });
       return row.debit ?? 0;
     },
 
-    async release(reservationId, entry) {
-      await submit({ op: 'release', ...usageStep(reservationId, entry) });
+    async release(reservationId, entry, decision) {
+      await submit({ op: 'release', ...usageStep(reservationId, entry), ...(decision && { decision }) });
     },
+
+    findDecision: (requestId) =>
+      call('find decision', async () => {
+        const [row] = await sql<DecisionRecord[]>`
+          SELECT request_id AS "requestId", key_id AS "keyId", route, at, reused, questions
+          FROM decision_records WHERE request_id = ${requestId}`;
+        return row;
+      }),
+
+    recordOutcomes: (requestId, outcomes, at) =>
+      call('record outcomes', async () => {
+        // xmax = 0 marks a row this statement inserted; any other, one it updated (replaced).
+        const rows = await sql<{ replaced: boolean }[]>`
+          INSERT INTO decision_outcomes (request_id, question_id, truth, recorded_at)
+          SELECT ${requestId}, o.question_id, o.truth, ${at}
+          FROM jsonb_to_recordset(${JSON.stringify(outcomes.map((o) => ({ question_id: o.questionId, truth: o.truth })))}::text::jsonb)
+            AS o(question_id text, truth text)
+          ON CONFLICT (request_id, question_id) DO UPDATE SET truth = excluded.truth, recorded_at = excluded.recorded_at
+          RETURNING (xmax <> 0) AS replaced`;
+        return rows.filter((row) => row.replaced).length;
+      }),
+
+    judgedDecisions: ({ from, to, keyId, route }) =>
+      call('judged decisions', async () => {
+        const rows = await sql<
+          {
+            request_id: string;
+            route: string | null;
+            questions: string;
+            question_id: string;
+            truth: string;
+          }[]
+        >`
+          SELECT d.request_id, d.route, d.questions, o.question_id, o.truth
+          FROM decision_records d JOIN decision_outcomes o ON o.request_id = d.request_id
+          WHERE d.at >= ${from} AND d.at < ${to}
+            AND (${keyId ?? null}::text IS NULL OR d.key_id = ${keyId ?? null})
+            AND (${route ?? null}::text IS NULL OR d.route = ${route ?? null})
+          ORDER BY d.request_id`;
+        return groupJudged(rows);
+      }),
+
+    deleteDecisionsBefore: (before, limit) =>
+      call('delete old decisions', () =>
+        sql.begin(async (tx) => {
+          const old = await tx<{ id: number; request_id: string }[]>`
+            SELECT id, request_id FROM (SELECT id, request_id, at FROM decision_records ORDER BY id LIMIT ${limit}) oldest
+            WHERE at < ${before}`;
+          if (old.length === 0) return 0;
+          const ids = old.map((row) => row.request_id);
+          await tx`DELETE FROM decision_outcomes WHERE request_id = ANY(${ids})`;
+          const deleted = await tx`DELETE FROM decision_records WHERE id = ANY(${old.map((row) => row.id)})`;
+          return deleted.count;
+        }),
+      ),
 
     usageSeries: ({ keyId, stepMs, from, to }) =>
       call('usage series', async () => {

@@ -4,7 +4,7 @@ import { troubleOf } from './deadline.ts';
 /** One reserve, settle or release, as `dg_apply` reads it (migration 4); the batcher adds its deadline. */
 export type Step = { op: 'reserve' | 'settle' | 'release'; key: string } & Record<
   string,
-  string | number | boolean | null
+  string | number | boolean | null | { questions: string; reused: string | null }
 >;
 
 /** What `dg_apply` answers for one step. */

@@ -22,6 +22,8 @@ import {
 import {
   type AdjustResult,
   CREDIT_CEILING_MICRO,
+  groupJudged,
+  type KeptDecision,
   type KeyAuth,
   type NewKey,
   pageOf,
@@ -90,6 +92,10 @@ const READS = {
               GROUP BY at ORDER BY at`,
   keyTotals: `SELECT ${SUMS} FROM usage_rollups WHERE key_id = ? AND step_ms = ${ROLLUP_STEPS_MS.day}`,
   recent: 'SELECT * FROM usage_records WHERE key_id = ? ORDER BY at DESC, id DESC LIMIT ?',
+  judged: `SELECT d.request_id, d.route, d.questions, o.question_id, o.truth
+           FROM decision_records d JOIN decision_outcomes o ON o.request_id = d.request_id
+           WHERE d.at >= ? AND d.at < ? AND (? IS NULL OR d.key_id = ?) AND (? IS NULL OR d.route = ?)
+           ORDER BY d.request_id`,
 };
 
 /**
@@ -246,6 +252,30 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     backfill: db.prepare<[], { next: number; last: number }>(
       'SELECT next_id AS next, last_id AS last FROM usage_rollup_backfill WHERE id = 1',
     ),
+    insertDecision: db.prepare<[string, string, string | null, number, string | null, string]>(
+      `INSERT INTO decision_records (request_id, key_id, route, at, reused, questions) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (request_id) DO NOTHING`,
+    ),
+    decision: db.prepare<
+      [string],
+      {
+        requestId: string;
+        keyId: string;
+        route: string | null;
+        at: number;
+        reused: string | null;
+        questions: string;
+      }
+    >(
+      `SELECT request_id AS requestId, key_id AS keyId, route, at, reused, questions FROM decision_records WHERE request_id = ?`,
+    ),
+    outcomeExists: db.prepare<[string, string], { n: number }>(
+      'SELECT 1 AS n FROM decision_outcomes WHERE request_id = ? AND question_id = ?',
+    ),
+    upsertOutcome: db.prepare<[string, string, string, number]>(
+      `INSERT INTO decision_outcomes (request_id, question_id, truth, recorded_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (request_id, question_id) DO UPDATE SET truth = excluded.truth, recorded_at = excluded.recorded_at`,
+    ),
     heartbeat: db.prepare<[number]>(
       'INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at',
     ),
@@ -395,7 +425,24 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       entry.subject,
     );
 
-  const settle = (reservationId: string | null, entry: UsageEntry, staleBefore: number): number => {
+  const keepDecision = (entry: UsageEntry, decision: KeptDecision | undefined) => {
+    if (decision !== undefined)
+      sql.insertDecision.run(
+        entry.requestId,
+        entry.keyId,
+        entry.route,
+        entry.at,
+        decision.reused,
+        decision.questions,
+      );
+  };
+
+  const settle = (
+    reservationId: string | null,
+    entry: UsageEntry,
+    staleBefore: number,
+    decision?: KeptDecision,
+  ): number => {
     let debit = entry.creditsMicro;
     const held =
       reservationId === null ? undefined : sql.deleteReservation.get(Number(reservationId), entry.requestId);
@@ -421,10 +468,11 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       sql.touch.run(entry.at, entry.keyId);
     }
     insertUsage(entry, debit);
+    keepDecision(entry, decision);
     return debit;
   };
 
-  const release = (reservationId: string | null, entry: UsageEntry) => {
+  const release = (reservationId: string | null, entry: UsageEntry, decision?: KeptDecision) => {
     // A hold still there means nothing was recorded for the request yet.
     const held =
       reservationId === null ? undefined : sql.deleteReservation.get(Number(reservationId), entry.requestId);
@@ -442,6 +490,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     }
     insertUsage(entry, 0);
     sql.touch.run(entry.at, entry.keyId);
+    keepDecision(entry, decision);
   };
 
   /** Reads that can take more than a few milliseconds, and background writes, on their own thread. */
@@ -494,8 +543,49 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     },
     reserve: (keyId, requestId, amount, at, staleBefore, tokenId) =>
       write(() => reserve(keyId, requestId, amount, at, staleBefore, tokenId ?? null)),
-    settle: (reservationId, entry, staleBefore) => write(() => settle(reservationId, entry, staleBefore)),
-    release: (reservationId, entry) => write(() => release(reservationId, entry)),
+    settle: (reservationId, entry, staleBefore, decision) =>
+      write(() => settle(reservationId, entry, staleBefore, decision)),
+    release: (reservationId, entry, decision) => write(() => release(reservationId, entry, decision)),
+    async findDecision(requestId) {
+      return sql.decision.get(requestId);
+    },
+    recordOutcomes: (requestId, outcomes, at) =>
+      write(() => {
+        let replaced = 0;
+        for (const { questionId, truth } of outcomes) {
+          if (sql.outcomeExists.get(requestId, questionId)) replaced++;
+          sql.upsertOutcome.run(requestId, questionId, truth, at);
+        }
+        return replaced;
+      }),
+    async judgedDecisions({ from, to, keyId, route }) {
+      const rows = await background().all<{
+        request_id: string;
+        route: string | null;
+        questions: string;
+        question_id: string;
+        truth: string;
+      }>({
+        sql: READS.judged,
+        params: [from, to, keyId ?? null, keyId ?? null, route ?? null, route ?? null],
+      });
+      return groupJudged(rows);
+    },
+    async deleteDecisionsBefore(before, limit) {
+      const [, changed] = await background().transaction([
+        {
+          sql: `DELETE FROM decision_outcomes WHERE request_id IN (
+                  SELECT request_id FROM (SELECT request_id, at FROM decision_records ORDER BY id LIMIT ?) WHERE at < ?)`,
+          params: [limit, before],
+        },
+        {
+          sql: `DELETE FROM decision_records WHERE id IN (
+                  SELECT id FROM (SELECT id, at FROM decision_records ORDER BY id LIMIT ?) WHERE at < ?)`,
+          params: [limit, before],
+        },
+      ]);
+      return changed ?? 0;
+    },
     async usageSeries({ keyId, stepMs, from, to }) {
       const rows = await background().all<SummedRow & { at: number }>(
         keyId === undefined
