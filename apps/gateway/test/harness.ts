@@ -58,6 +58,8 @@ export interface TestGatewayOptions {
   clock?: () => number;
   /** The console's built files. */
   consoleRoot?: string;
+  /** DECISION_RETENTION_DAYS (default 30). */
+  decisionRetentionDays?: number;
 }
 
 /** A real gateway on 127.0.0.1 with a fresh SQLite file, as `pnpm start` builds it. */
@@ -96,6 +98,9 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
     ...(options.corsOrigins && { corsOrigins: options.corsOrigins }),
     ...(options.clock && { clock: options.clock }),
     ...(options.consoleRoot && { consoleRoot: options.consoleRoot }),
+    ...(options.decisionRetentionDays !== undefined && {
+      decisionRetentionDays: options.decisionRetentionDays,
+    }),
     logger,
     pricing: pricingFromCredits(options.creditsPer1kInput ?? 1, 0),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
