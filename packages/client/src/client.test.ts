@@ -53,6 +53,33 @@ describe('createGatewayClient against a real gateway', () => {
     expect(refused).toMatchObject({ code: 40004, type: 'unknown_route', status: 400 });
   });
 
+  it('records a decision’s outcomes, replaces them when sent again, and refuses a truth that does not fit', async () => {
+    const client = createGatewayClient({ url: gw.url, apiKey: gw.key });
+    const decision = await client.evaluate({
+      state: 'I was charged twice. Please refund me.',
+      questions: {
+        team: choice('Which team?', { billing: null, technical: null }),
+        urgency: score('How urgent?', ['low', 'mid', 'high']),
+        refund: noul('Is this a refund request?'),
+      },
+    });
+    expect(await client.recordOutcome(decision, { team: 'billing', urgency: 2, refund: true })).toEqual({
+      recorded: 3,
+      replaced: 0,
+    });
+    expect(await client.recordOutcome(decision.meta.requestId, { refund: false })).toEqual({
+      recorded: 1,
+      replaced: 1,
+    });
+    const wrong = await client
+      .recordOutcome(decision.meta.requestId, { team: 'sales' })
+      .catch((e: unknown) => e);
+    expect(wrong).toBeInstanceOf(GatewayError);
+    expect(wrong).toMatchObject({ code: 40001, issues: [{ path: ['outcomes', 'team'] }] });
+    const unknown = await client.recordOutcome('req_unknown', { team: 'billing' }).catch((e: unknown) => e);
+    expect(unknown).toMatchObject({ code: 40400, status: 404 });
+  });
+
   it('lists models and exposes the raw tRPC proxy', async () => {
     const client = createGatewayClient({ url: `${gw.url}/`, apiKey: gw.key });
     expect((await client.listModels()).models[0]?.name).toBe('vendor/model-1.13');
