@@ -25,6 +25,7 @@ import {
   OpenAiErrorBody,
   OpenAiModelList,
 } from './openai-decisions.ts';
+import { Calibration, RecordedOutcomes, RecordOutcomesBody } from './outcomes.ts';
 import { recordShapeOf } from './own-key-record.ts';
 import { EvaluationRequest } from './request.ts';
 
@@ -51,12 +52,15 @@ const envelopes = {
   UsageSeriesEnvelope: successEnvelope(UsageSeries),
   UsageSummaryEnvelope: successEnvelope(UsageSummary),
   UpstreamHealthEnvelope: successEnvelope(UpstreamHealth),
+  RecordedOutcomesEnvelope: successEnvelope(RecordedOutcomes),
+  CalibrationEnvelope: successEnvelope(Calibration),
   HealthEnvelope: successEnvelope(z.strictObject({ status: z.string() })),
 };
 for (const [id, schema] of Object.entries(envelopes)) z.globalRegistry.add(schema, { id });
 // Referenced by id below; importing them keeps them registered.
 void [
   EvaluationRequest,
+  RecordOutcomesBody,
   ErrorEnvelope,
   CreateKeyBody,
   AdjustCreditsBody,
@@ -325,6 +329,30 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
           },
         },
       },
+      '/v1/outcomes': {
+        post: {
+          operationId: 'recordOutcomes',
+          tags: ['Decisions'],
+          summary: 'Report what turned out true for a decision of this key',
+          description:
+            'A choice takes one of its labels (through the OpenAI door: its value, with its type), a score a level ' +
+            'index, a noul a boolean. Recording again replaces. No credits, no usage record; a rate-limit token. ' +
+            'An unknown request id, another key’s and one past DECISION_RETENTION_DAYS are the same 404.',
+          security: [{ apiKey: [] }],
+          requestBody: { required: true, content: json('RecordOutcomesBody') },
+          responses: {
+            '200': ok('RecordedOutcomesEnvelope'),
+            ...errorResponses([
+              ...AUTH_ERRORS,
+              'rate_limited',
+              'unsupported_media_type',
+              'invalid_json',
+              'invalid_request',
+              'not_found',
+            ]),
+          },
+        },
+      },
       '/v1/models': {
         get: {
           operationId: 'listModels',
@@ -536,6 +564,38 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
           ],
           responses: {
             '200': ok('UsageSummaryEnvelope'),
+            ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
+          },
+        },
+      },
+      '/admin/calibration': {
+        get: {
+          operationId: 'calibration',
+          tags: ['Admin'],
+          summary:
+            'How well each upstream’s probabilities matched the outcomes callers reported, and escalation advice',
+          security: admin,
+          parameters: [
+            { name: 'from', in: 'query', required: false, schema: { type: 'string', format: 'date-time' } },
+            { name: 'to', in: 'query', required: false, schema: { type: 'string', format: 'date-time' } },
+            { name: 'route', in: 'query', required: false, schema: { type: 'string' } },
+            { name: 'upstream', in: 'query', required: false, schema: { type: 'string' } },
+            {
+              name: 'type',
+              in: 'query',
+              required: false,
+              schema: { type: 'string', enum: ['choice', 'score', 'noul'] },
+            },
+            { name: 'keyId', in: 'query', required: false, schema: { type: 'string' } },
+            {
+              name: 'target',
+              in: 'query',
+              required: false,
+              schema: { type: 'number', exclusiveMinimum: 0, maximum: 1, default: 0.9 },
+            },
+          ],
+          responses: {
+            '200': ok('CalibrationEnvelope'),
             ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
           },
         },
