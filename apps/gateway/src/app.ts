@@ -12,7 +12,7 @@ import { buildServer, type Gateway } from './http/server.ts';
 import { createKeyService, type KeyService } from './keys/key-service.ts';
 import { warnAtMostEvery } from './logger.ts';
 import { createMetrics, type GatewayMetrics } from './metrics.ts';
-import { createOutcomes, type Outcomes } from './outcomes/outcomes.ts';
+import { createOutcomes, escalatingRoutes, type Outcomes } from './outcomes/outcomes.ts';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit/rate-limiter.ts';
 import { createRedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
 import { openStore } from './store/open-store.ts';
@@ -127,7 +127,15 @@ export function createServices(parts: GatewayParts): GatewayServices {
       store: parts.store,
       clock,
       retentionDays: decisionRetentionDays,
-      routes: parts.routes,
+      escalating: escalatingRoutes(
+        [...parts.routes].map(([name, route]) => [
+          name,
+          {
+            upstreams: route.spec.members.map((m) => m.upstream.name),
+            escalate: route.spec.escalate && { to: route.spec.escalate.to.upstream.name },
+          },
+        ]),
+      ),
       onJudged: (upstream, type) => metrics.outcomes.inc({ upstream, type }),
     }),
     defaultRateLimitPerMinute: parts.rateLimitPerMinute,

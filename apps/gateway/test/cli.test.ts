@@ -5,6 +5,25 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runKeysCli } from '../src/cli/keys.ts';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import type { UsageEntry } from '../src/store/store.ts';
+
+const usageEntry = (keyId: string, requestId: string, at: number): UsageEntry => ({
+  requestId,
+  keyId,
+  creditsMicro: 0,
+  inputTokens: 10,
+  outputTokens: 0,
+  questions: 1,
+  status: 200,
+  elapsedMs: 3,
+  at,
+  route: 'default',
+  upstream: 'lexical',
+  cached: false,
+  tokenId: null,
+  subject: null,
+});
 
 const run = promisify(execFile);
 
@@ -33,6 +52,25 @@ describe('pnpm keys CLI', () => {
     );
     return { code, stdout, stderr, json: () => JSON.parse(stdout) };
   }
+
+  it('prints the calibration report, and refuses a bad filter', async () => {
+    expect((await cli('calibration')).stdout).toBe('no outcomes recorded in this range\n');
+    const key = (await cli('create', '--name', 'svc', '--unlimited', '--json')).json();
+    // A decision and its outcome, as the gateway writes them.
+    const store = openSqliteStore(join(dir, 'keys.db'));
+    const now = Date.now();
+    const questions = JSON.stringify({ refund: { type: 'noul', upstream: 'lexical', p: 0.8 } });
+    await store.settle(null, { ...usageEntry(key.id, 'req_c1', now) }, 0, { questions, reused: null });
+    await store.recordOutcomes('req_c1', [{ questionId: 'refund', truth: 'true' }], now);
+    await store.close();
+    const text = await cli('calibration');
+    expect(text.stdout).toMatch(/lexical\s+noul\s+1\s+1\.000\s+0\.040/);
+    const json = (await cli('calibration', '--type', 'noul', '--json')).json();
+    expect(json.groups).toEqual([expect.objectContaining({ upstream: 'lexical', outcomes: 1, brier: 0.04 })]);
+    const bad = await cli('calibration', '--type', 'word');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('type');
+  });
 
   it('prints a usage series with --series, and refuses a bad step', async () => {
     const key = (

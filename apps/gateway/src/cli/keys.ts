@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
 import {
   AdjustCreditsBody,
+  type Calibration,
+  CalibrationQuery,
   CreateKeyBody,
   KeyListQuery,
   type KeyObject,
@@ -10,6 +12,7 @@ import {
 } from '@decision-gateway/contract';
 import { loadConfig, loadDotEnv } from '../config.ts';
 import { createKeyService, type KeyResult } from '../keys/key-service.ts';
+import { createOutcomes, escalatingRoutes } from '../outcomes/outcomes.ts';
 import { openStore } from '../store/open-store.ts';
 import { createUsageReports } from '../usage/reports.ts';
 
@@ -22,6 +25,8 @@ Commands (they act on the configured database directly, like the admin API):
   credits ID AMOUNT          (negative AMOUNT removes credits)
   revoke ID
   usage ID [--limit N | --series minute|hour|day [--from ISO-8601]]
+  calibration [--from ISO-8601] [--to ISO-8601] [--route R] [--upstream U] [--type choice|score|noul]
+              [--key ID] [--target 0.9]   (how right each upstream was, and escalation advice)
 
 Options:
   --json                     print JSON instead of text
@@ -57,6 +62,12 @@ export async function runKeysCli(
   const store = await openStore(loaded.config.database);
   const keys = createKeyService(store, Date.now, Object.keys(loaded.config.gateway.routes));
   const reports = createUsageReports(store);
+  const outcomes = createOutcomes({
+    store,
+    clock: Date.now,
+    retentionDays: loaded.config.retention.decisionDays,
+    escalating: escalatingRoutes(Object.entries(loaded.config.gateway.routes)),
+  });
   const print = <T>(result: KeyResult<T>, text: (value: T) => string): number => {
     if (!result.ok) {
       err(`error ${result.error.code} (${result.error.type}): ${result.error.message}\n`);
@@ -167,6 +178,19 @@ export async function runKeysCli(
           return `${t.requests} requests, ${t.creditsUsed} credits, ${t.input_tokens} input and ${t.output_tokens} output tokens\n${lines.join('\n')}\n`;
         });
       }
+      case 'calibration': {
+        const query = parseAdminInput(CalibrationQuery, {
+          ...(values.from !== undefined && { from: values.from }),
+          ...(values.to !== undefined && { to: values.to }),
+          ...(values.route !== undefined && { route: values.route }),
+          ...(values.upstream !== undefined && { upstream: values.upstream }),
+          ...(values.type !== undefined && { type: values.type }),
+          ...(values.key !== undefined && { keyId: values.key }),
+          ...(values.target !== undefined && { target: values.target }),
+        });
+        if (!query.ok) return invalid(query.error.message);
+        return print(await outcomes.calibration(query.value), describeCalibration);
+      }
       default:
         return invalid(`unknown command "${command}"\n\n${USAGE}`);
     }
@@ -193,6 +217,11 @@ function parse(argv: string[]) {
       limit: { type: 'string' },
       series: { type: 'string' },
       from: { type: 'string' },
+      to: { type: 'string' },
+      upstream: { type: 'string' },
+      type: { type: 'string' },
+      key: { type: 'string' },
+      target: { type: 'string' },
       cursor: { type: 'string' },
       all: { type: 'boolean' },
       json: { type: 'boolean' },
@@ -219,6 +248,32 @@ function describeKey(key: KeyObject): string {
     `  route: ${key.route ?? 'default'}`,
     `  status: ${status}`,
     `  created ${key.createdAt}, last used ${key.lastUsedAt ?? 'never'}`,
+  ].join('\n');
+}
+
+/** The calibration report as a table, then the advice, one line each. */
+function describeCalibration({ groups, advice }: Calibration): string {
+  if (groups.length === 0) return 'no outcomes recorded in this range\n';
+  const rows = groups.map(
+    (g) =>
+      `  ${g.upstream.padEnd(16)} ${g.type.padEnd(7)} ${String(g.outcomes).padStart(8)} ${g.accuracy.toFixed(3).padStart(9)} ${g.brier.toFixed(3).padStart(7)} ${g.ece.toFixed(3).padStart(7)}${g.mae === null ? '' : `  mae ${g.mae}`}`,
+  );
+  const advised = advice.map((a) => {
+    const threshold =
+      a.confidenceBelow !== undefined
+        ? `confidenceBelow: ${a.confidenceBelow ?? 'none reaches the target'}`
+        : `noulWithin: ${a.noulWithin ? `[${a.noulWithin.join(', ')}]` : 'none reaches the target'}`;
+    const kept =
+      a.keptAccuracy === null
+        ? ''
+        : ` (kept answers ${a.keptAccuracy} accurate, ${a.escalatedShare} escalated)`;
+    return `  route ${a.route}, ${a.upstream} on ${a.type} (${a.outcomes} outcomes): ${threshold}${kept}`;
+  });
+  return [
+    `  ${'upstream'.padEnd(16)} ${'type'.padEnd(7)} ${'outcomes'.padStart(8)} ${'accuracy'.padStart(9)} ${'brier'.padStart(7)} ${'ece'.padStart(7)}`,
+    ...rows,
+    ...(advised.length === 0 ? [] : ['', 'advice:', ...advised]),
+    '',
   ].join('\n');
 }
 

@@ -10,13 +10,28 @@ import {
   type Truth,
 } from '@decision-gateway/contract';
 import type { Store } from '../store/store.ts';
-import type { Route } from '../upstreams/route.ts';
 import { calibrationGroups, escalationAdvice, type JudgedAnswer } from './calibration.ts';
 import { type Judged, judgeTruth, type KeptQuestions } from './decision-record.ts';
 
 type Result<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
 
 const DAY_MS = 86_400_000;
+
+/** A route that escalates, as the advice needs it. */
+export interface EscalatingRoute {
+  name: string;
+  upstreams: readonly string[];
+  escalateTo: string;
+}
+
+/** The routes of a configuration (built, or as read) that escalate. */
+export function escalatingRoutes(
+  routes: Iterable<[string, { upstreams: readonly string[]; escalate?: { to: string } | undefined }]>,
+): EscalatingRoute[] {
+  return [...routes].flatMap(([name, route]) =>
+    route.escalate ? [{ name, upstreams: route.upstreams, escalateTo: route.escalate.to }] : [],
+  );
+}
 
 /** The advice needs this many outcomes of an upstream on a route for a question type. */
 export const ADVICE_MIN_OUTCOMES = 20;
@@ -30,8 +45,8 @@ export interface OutcomeDeps {
   clock: () => number;
   /** DECISION_RETENTION_DAYS: 0 keeps none, and every outcome is refused. */
   retentionDays: number;
-  /** The routes of the configuration, for the advice (those that escalate). */
-  routes: ReadonlyMap<string, Route>;
+  /** The routes of the configuration that escalate, for the advice: their upstreams and `escalate.to`. */
+  escalating: readonly EscalatingRoute[];
   /** Told of each truth, once for each upstream whose answer it judges (`dg_outcomes_total`). */
   onJudged?(upstream: string, type: QuestionType): void;
 }
@@ -127,11 +142,9 @@ export function createOutcomes(deps: OutcomeDeps) {
       const selected =
         query.upstream === undefined ? answers : answers.filter((a) => a.upstream === query.upstream);
       const advice = [];
-      for (const [name, route] of deps.routes) {
-        const escalateTo = route.spec.escalate?.to.upstream.name;
-        if (escalateTo === undefined || (query.route !== undefined && query.route !== name)) continue;
-        for (const member of route.spec.members) {
-          const upstream = member.upstream.name;
+      for (const { name, upstreams, escalateTo } of deps.escalating) {
+        if (query.route !== undefined && query.route !== name) continue;
+        for (const upstream of upstreams) {
           if (upstream === escalateTo) continue;
           for (const type of ['choice', 'score', 'noul'] as const) {
             const mine = selected.filter(
