@@ -6,6 +6,7 @@ import { KeyPage } from './KeyPage.tsx';
 import { Keys } from './Keys.tsx';
 import { Overview } from './Overview.tsx';
 import { Playground } from './Playground.tsx';
+import { Quality } from './Quality.tsx';
 import { Upstreams } from './Upstreams.tsx';
 
 /** The pages a link away from every page; anything not listed (and `#/`) is the Overview. */
@@ -14,9 +15,10 @@ const PAGES = [
   { hash: '#/keys', name: 'Keys' },
   { hash: '#/upstreams', name: 'Upstreams' },
   { hash: '#/playground', name: 'Playground' },
+  { hash: '#/quality', name: 'Quality' },
 ] as const;
 
-/** `#/keys/<id>` is a key's page, `#/keys`, `#/upstreams` and `#/playground` their pages; anything else the Overview. */
+/** `#/keys/<id>` is a key's page, the others' hashes their pages; anything else the Overview. */
 function useRoute(): string {
   const [hash, setHash] = useState(location.hash);
   useEffect(() => {
@@ -62,6 +64,8 @@ export function App() {
         <Upstreams />
       ) : page === 'Playground' ? (
         <PlaygroundPage />
+      ) : page === 'Quality' ? (
+        <Quality />
       ) : (
         <Overview />
       )}

@@ -1,4 +1,5 @@
 import type {
+  Calibration,
   CreatedKey,
   CreatedToken,
   KeyList,
@@ -60,6 +61,7 @@ export const admin = {
   allSeries: (from: string, step: 'minute' | 'hour' | 'day') =>
     call<UsageSeries>('GET', `/admin/usage/series?from=${from}&step=${step}`),
   summary: (from: string) => call<UsageSummary>('GET', `/admin/usage/summary?from=${from}`),
+  calibration: (target: number) => call<Calibration>('GET', `/admin/calibration?target=${target}`),
   upstreams: () => call<UpstreamHealth>('GET', '/admin/upstreams'),
   mintToken: (id: string, origin: string) =>
     call<CreatedToken>('POST', `/admin/keys/${encodeURIComponent(id)}/tokens`, {

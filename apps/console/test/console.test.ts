@@ -28,6 +28,8 @@ describe('the console, in a real Chromium, by its accessible names', () => {
   let page: Page;
   let url: string;
   let store: Store;
+  /** The page of the key the tests create. */
+  let keyPage: string;
   const close: (() => Promise<unknown>)[] = [];
 
   beforeAll(async () => {
@@ -39,7 +41,15 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     const logger = createLogger('silent');
     const gateway = composeGateway({
       store,
-      routes: singleRoute(createLexicalUpstream(), { logger }),
+      routes: new Map([
+        ...singleRoute(createLexicalUpstream(), { logger }),
+        // A route that escalates unsure nouls to a second upstream, for the Quality page's advice.
+        ...singleRoute(createLexicalUpstream(), {
+          logger,
+          name: 'escalating',
+          escalate: { to: { ...createLexicalUpstream(), name: 'strong' }, noulWithin: [0.2, 0.8] },
+        }),
+      ]),
       logger,
       pricing: pricingFromCredits(1, 0),
       rateLimitPerMinute: 0,
@@ -163,7 +173,7 @@ describe('the console, in a real Chromium, by its accessible names', () => {
   it('shows the upstreams with their circuit state', async () => {
     await page.getByRole('link', { name: 'Upstreams' }).click();
     await page.getByRole('heading', { name: 'Upstreams' }).waitFor();
-    const row = page.getByRole('row', { name: /lexical/ });
+    const row = page.getByRole('row', { name: /lexical/ }).first();
     await expect.poll(() => row.textContent()).toContain('closed');
   });
 
@@ -189,6 +199,7 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     await expect.poll(() => page.getByRole('row', { name: /console playground/ }).count()).toBe(1);
     await page.screenshot({ path: join(SHOTS, 'console-key.png'), fullPage: true });
 
+    keyPage = page.url();
     const keyId = decodeURIComponent(page.url().split('#/keys/')[1] as string);
     const before = (await store.getKey(keyId))?.creditsMicro as number;
     await page.getByRole('button', { name: 'Add credits' }).click();
@@ -210,12 +221,64 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('amount');
   });
 
+  it('shows each upstream’s calibration, a reliability diagram and the advice for a typed target', async () => {
+    // Decisions on the escalating route and their outcomes, through the gateway's own doors.
+    const created = await (
+      await fetch(`${url}/admin/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'quality', credits: null }),
+      })
+    ).json();
+    const key = created.data.key as string;
+    for (let i = 0; i < 24; i++) {
+      const asked = await fetch(`${url}/v1/systemone`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'x-dg-route': 'escalating',
+        },
+        body: JSON.stringify({ ...REQUEST, state: `${REQUEST.state} (${i})` }),
+      });
+      expect(asked.status).toBe(200);
+      const recorded = await fetch(`${url}/v1/outcomes`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          requestId: asked.headers.get('x-request-id'),
+          outcomes: { refund: i % 4 !== 0 },
+        }),
+      });
+      expect(recorded.status).toBe(200);
+    }
+    await page.goto(`${url}/console#/`);
+    await page.getByRole('link', { name: 'Quality' }).click();
+    await page.getByRole('heading', { name: 'Quality' }).waitFor();
+    const table = page.getByRole('table', { name: 'Calibration' });
+    for (const header of ['Upstream', 'Type', 'Outcomes', 'Accuracy', 'Brier', 'ECE'])
+      await expect.poll(() => table.getByRole('columnheader', { name: header }).count()).toBe(1);
+    const row = table.getByRole('row', { name: /lexical/ });
+    await expect.poll(() => row.textContent()).toMatch(/^lexicalnoul24/);
+    // The first row is selected at first; another is selected by its button.
+    await page.getByRole('img', { name: 'Reliability of lexical on noul' }).waitFor();
+    await page.getByLabel('Target accuracy').fill('0.7');
+    const advice = page.getByRole('list', { name: 'Advice' });
+    await expect
+      .poll(() => advice.textContent())
+      .toMatch(/Route escalating, lexical on noul \(24 outcomes\): noulWithin: \[/);
+    await page.getByLabel('Target accuracy').fill('2');
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Target accuracy');
+    await page.getByLabel('Target accuracy').fill('0.9');
+    await page.screenshot({ path: join(SHOTS, 'console-quality.png'), fullPage: true });
+  });
+
   it('does not scroll sideways at 375 px', async () => {
     await page.setViewportSize({ width: 375, height: 800 });
-    const keyPage = page.url();
     for (const [target, heading] of [
       [`${url}/console#/`, 'Top keys'],
       [`${url}/console#/playground`, 'Playground'],
+      [`${url}/console#/quality`, 'Quality'],
       [keyPage, 'Usage'],
     ] as const) {
       // A fresh load at this width, measured once its content is there.

@@ -6,26 +6,34 @@ import { routeEvents, type UpstreamStats } from '../../src/upstreams/routes.ts';
 
 export interface SingleRouteOptions {
   logger: Logger;
+  /** The route's name (default `default`). */
+  name?: string;
   /** The deadline of each call to the upstream (default 10 s); the route's is twice that. */
   timeoutMs?: number;
   /** How long the route keeps a decision (default 0: no cache). */
   cacheTtlSeconds?: number;
   metrics?: GatewayMetrics;
   stats?: UpstreamStats;
+  /** Unsure answers asked again of this upstream (docs/routes.md). */
+  escalate?: { to: Upstream; confidenceBelow?: number; noulWithin?: readonly [number, number] };
 }
 
 /**
- * The route `default` over one upstream object, as a configuration of one upstream makes it: for
+ * A route (`default` unless named) over one upstream object, as a configuration of one upstream makes it: for
  * tests whose upstream is written in the test rather than configured.
  */
 export function singleRoute(upstream: Upstream, options: SingleRouteOptions): ReadonlyMap<string, Route> {
   const timeoutMs = options.timeoutMs ?? 10_000;
+  const name = options.name ?? 'default';
   const spec = {
-    name: 'default',
+    name,
     members: [{ upstream, timeoutMs }],
     deadlineMs: 2 * timeoutMs,
     cacheTtlSeconds: options.cacheTtlSeconds ?? 0,
+    ...(options.escalate && {
+      escalate: { ...options.escalate, to: { upstream: options.escalate.to, timeoutMs } },
+    }),
   };
   const events = routeEvents(options.metrics, options.stats);
-  return new Map([['default', createRoute(spec, { logger: options.logger, events })]]);
+  return new Map([[name, createRoute(spec, { logger: options.logger, events })]]);
 }

@@ -1,0 +1,182 @@
+import type { Calibration, CalibrationGroup } from '@decision-gateway/contract';
+import { useEffect, useState } from 'react';
+import {
+  CartesianGrid,
+  ComposedChart,
+  Legend,
+  Line,
+  ResponsiveContainer,
+  Scatter,
+  Tooltip,
+  XAxis,
+  YAxis,
+} from 'recharts';
+import { AdminError, admin } from './api.ts';
+import { Chart } from './Chart.tsx';
+import { Field } from './Field.tsx';
+
+/**
+ * How right each upstream was (README.md#outcomes-and-calibration): per upstream and question type
+ * the outcomes callers reported, accuracy, Brier score and calibration error; the reliability
+ * diagram of the selected row; and, for each route that escalates, the `confidenceBelow` advised
+ * for the target accuracy typed in.
+ */
+export function Quality() {
+  const [target, setTarget] = useState('0.9');
+  const [report, setReport] = useState<Calibration>();
+  const [selected, setSelected] = useState<string>();
+  const [error, setError] = useState<string>();
+
+  useEffect(() => {
+    const wanted = Number(target);
+    if (!(wanted > 0 && wanted <= 1)) {
+      setError('Target accuracy: a number above 0, at most 1');
+      return;
+    }
+    let current = true;
+    admin.calibration(wanted).then(
+      (data) => {
+        if (!current) return;
+        setReport(data);
+        setError(undefined);
+      },
+      (caught) => current && setError(caught instanceof AdminError ? caught.message : String(caught)),
+    );
+    return () => {
+      current = false;
+    };
+  }, [target]);
+
+  const rowKey = (g: CalibrationGroup) => `${g.upstream} on ${g.type}`;
+  const chosen = report?.groups.find((g) => rowKey(g) === selected) ?? report?.groups[0];
+  return (
+    <section aria-labelledby="quality-heading">
+      <h2 id="quality-heading">Quality</h2>
+      <p>
+        How well each upstream’s probabilities matched the outcomes callers reported (the last 30 days).
+        Report outcomes with <code>POST /v1/outcomes</code>.
+      </p>
+      {error && <p role="alert">{error}</p>}
+      {report && report.groups.length === 0 && <p>No outcomes recorded yet.</p>}
+      {report && report.groups.length > 0 && (
+        <>
+          <div className="table">
+            <table aria-label="Calibration">
+              <thead>
+                <tr>
+                  <th scope="col">Upstream</th>
+                  <th scope="col">Type</th>
+                  <th scope="col">Outcomes</th>
+                  <th scope="col">Accuracy</th>
+                  <th scope="col">Brier</th>
+                  <th scope="col">ECE</th>
+                </tr>
+              </thead>
+              <tbody>
+                {report.groups.map((g) => (
+                  <tr key={rowKey(g)} aria-selected={chosen !== undefined && rowKey(g) === rowKey(chosen)}>
+                    <td>
+                      <button
+                        type="button"
+                        aria-pressed={chosen !== undefined && rowKey(g) === rowKey(chosen)}
+                        aria-label={`Show ${rowKey(g)}`}
+                        onClick={() => setSelected(rowKey(g))}
+                      >
+                        {g.upstream}
+                      </button>
+                    </td>
+                    <td>{g.type}</td>
+                    <td>{g.outcomes}</td>
+                    <td>{g.accuracy}</td>
+                    <td>{g.brier}</td>
+                    <td>{g.ece}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          {chosen && <Reliability group={chosen} />}
+        </>
+      )}
+      <h3>Escalation advice</h3>
+      <Field label="Target accuracy">
+        {(id) => (
+          <input
+            id={id}
+            inputMode="decimal"
+            value={target}
+            onChange={(e) => setTarget(e.target.value)}
+            aria-describedby="target-help"
+          />
+        )}
+      </Field>
+      <p id="target-help" className="summary">
+        For each route that escalates: the smallest threshold whose kept answers reach this accuracy.
+      </p>
+      {report && report.advice.length === 0 && <p>No route that escalates has 20 outcomes of a type yet.</p>}
+      <ul aria-label="Advice">
+        {report?.advice.map((a) => {
+          const threshold =
+            a.confidenceBelow !== undefined
+              ? a.confidenceBelow === null
+                ? 'no confidenceBelow reaches the target'
+                : `confidenceBelow: ${a.confidenceBelow}`
+              : a.noulWithin
+                ? `noulWithin: [${a.noulWithin.join(', ')}]`
+                : 'no noulWithin reaches the target';
+          return (
+            <li key={`${a.route} ${a.upstream} ${a.type}`}>
+              Route <strong>{a.route}</strong>, {a.upstream} on {a.type} ({a.outcomes} outcomes): {threshold}
+              {a.keptAccuracy !== null &&
+                ` — kept answers ${Math.round(a.keptAccuracy * 1000) / 10}% right, ${Math.round((a.escalatedShare ?? 0) * 1000) / 10}% escalated`}
+            </li>
+          );
+        })}
+      </ul>
+    </section>
+  );
+}
+
+/** Predicted against observed per bin, beside the diagonal a calibrated upstream would follow. */
+function Reliability({ group }: { group: CalibrationGroup }) {
+  const points = group.bins
+    .filter((b) => b.count > 0)
+    .map((b) => ({ predicted: b.meanPredicted, observed: b.observed, count: b.count }));
+  const worst = points.reduce<{ predicted: number | null; observed: number | null } | undefined>(
+    (top, p) =>
+      top === undefined ||
+      Math.abs((p.observed ?? 0) - (p.predicted ?? 0)) > Math.abs((top.observed ?? 0) - (top.predicted ?? 0))
+        ? p
+        : top,
+    undefined,
+  );
+  const summary = `${points.length} of 10 bins hold answers; ECE ${group.ece}${
+    worst ? `; the farthest from the diagonal predicts ${worst.predicted} and observed ${worst.observed}` : ''
+  }.`;
+  return (
+    <Chart name={`Reliability of ${group.upstream} on ${group.type}`} summary={summary}>
+      <ResponsiveContainer width="100%" height={260}>
+        <ComposedChart data={points}>
+          <CartesianGrid strokeDasharray="3 3" />
+          <XAxis dataKey="predicted" type="number" domain={[0, 1]} name="predicted" />
+          <YAxis dataKey="observed" type="number" domain={[0, 1]} width={40} name="observed" />
+          <Tooltip />
+          <Legend />
+          <Line
+            data={[
+              { predicted: 0, observed: 0 },
+              { predicted: 1, observed: 1 },
+            ]}
+            dataKey="observed"
+            name="calibrated"
+            stroke="#999"
+            strokeDasharray="4 4"
+            dot={false}
+            isAnimationActive={false}
+          />
+          <Scatter dataKey="observed" name="observed" fill="#3b6ea5" isAnimationActive={false} />
+        </ComposedChart>
+      </ResponsiveContainer>
+    </Chart>
+  );
+}
