@@ -245,7 +245,13 @@ export function summaryReads(
   const where = spansWhere(spans, placeholder);
   const filter = keyId === undefined ? '' : ` AND key_id = ${placeholder(where.params.length + 1)}`;
   const params: (string | number)[] = keyId === undefined ? where.params : [...where.params, keyId];
-  const from = `FROM usage_rollups WHERE ${where.sql}${filter}`;
+  // One key's rows: SQLite would rather range over every key's rows of the spans; its index on
+  // the key reads only that key's (a month of a busy key: 200 ms → a few).
+  const table =
+    keyId !== undefined && dialect === 'sqlite'
+      ? 'usage_rollups INDEXED BY usage_rollups_key'
+      : 'usage_rollups';
+  const from = `FROM ${table} WHERE ${where.sql}${filter}`;
   const totals =
     keyId === undefined
       ? `SELECT ${summedSql(dialect, 'usage_totals')} FROM usage_totals WHERE ${where.sql}`
