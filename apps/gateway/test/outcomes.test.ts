@@ -333,6 +333,15 @@ routes:
       (await post(gw.url, '/v1/outcomes', { requestId: 'x', outcomes: { a: true } }, {})).body.code,
     ).toBe(40100);
     expect((await post(gw.url, '/v1/outcomes', '{', bearer(key))).body.code).toBe(40000);
+    const notJsonType = await post(gw.url, '/v1/outcomes', 'requestId=x', {
+      ...bearer(key),
+      'content-type': 'text/plain',
+    });
+    expect(notJsonType.body.code).toBe(41500);
+    expect(
+      (await post(gw.url, '/v1/outcomes', { requestId: 'x', outcomes: { a: true } }, bearer('dg_wrong'))).body
+        .code,
+    ).toBe(40101);
     const tRpcError = await createTRPCClient<AppRouter>({
       links: [httpBatchLink({ url: `${gw.url}/trpc`, headers: async () => bearer(key) })],
     })

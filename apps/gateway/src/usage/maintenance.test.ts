@@ -5,7 +5,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../store/sqlite/sqlite-store.ts';
 import type { Store, UsageEntry } from '../store/store.ts';
-import { startMaintenance, usageRetention } from './maintenance.ts';
+import { decisionRetention, startMaintenance, usageRetention } from './maintenance.ts';
 
 const DAY = 86_400_000;
 const now = Date.parse('2026-11-25T12:00:00Z');
@@ -124,5 +124,26 @@ describe('usage maintenance (retention on a real SQLite file)', () => {
     } finally {
       await maintenance.stop();
     }
+  });
+
+  it('deletes decisions past DECISION_RETENTION_DAYS with the same pass, their outcomes with them', async () => {
+    await seeded();
+    const questions = JSON.stringify({ refund: { type: 'noul', upstream: 'lexical', p: 0.9 } });
+    const decide = (requestId: string, at: number) =>
+      store.settle(null, record('key_m', requestId, at), 0, { questions, reused: null });
+    await decide('old-decision', now - 40 * DAY);
+    await decide('new-decision', now - DAY);
+    await store.recordOutcomes('old-decision', [{ questionId: 'refund', truth: 'true' }], now);
+    const maintenance = startMaintenance({
+      store,
+      tasks: [decisionRetention(store, 30)],
+      logger: silent,
+      clock: () => now,
+    });
+    expect(await maintenance.runPass()).toEqual({ folded: 0, deleted: { 'decision records': 1 } });
+    await maintenance.stop();
+    expect(await store.findDecision('old-decision')).toBeUndefined();
+    expect(await store.findDecision('new-decision')).toBeDefined();
+    expect(await store.judgedDecisions({ from: 0, to: now + DAY })).toEqual([]);
   });
 });
