@@ -154,6 +154,74 @@ export function foldRecordsSql(
     ${upsertTail(table)}`;
 }
 
+/**
+ * One rollup row's upsert with its values as parameters, in the order of `rollupRowValues`: for a
+ * store that sums a batch of records itself before writing (SQLite's group commit).
+ */
+export function upsertRowSql(table: RollupTableName): string {
+  const columns = [...DIMENSIONS[table], ...SUMMED[table]];
+  return `INSERT INTO ${table} (${columnList(table)}) VALUES (${columns.map(() => '?').join(', ')})
+    ${upsertTail(table)}`;
+}
+
+/** What one usage record adds to its rows (`sign` -1 takes it away), as numbers the upsert binds. */
+export interface RecordForRollup {
+  keyId: string;
+  at: number;
+  route: string | null;
+  upstream: string | null;
+  cached: boolean;
+  status: number;
+  creditsMicro: number;
+  inputTokens: number;
+  outputTokens: number;
+  elapsedMs: number;
+}
+
+/**
+ * The rows of both tables one record lands in, each with its dimensions and the sums it adds:
+ * `[table, key of the row, values in the order of upsertRowSql]`. Written beside the SQL above so
+ * that the two ways of adding a record (a trigger, or a store's own batch) sum the same columns.
+ */
+export function rollupRowValues(
+  record: RecordForRollup,
+  sign: 1 | -1,
+): { table: RollupTableName; key: string; dims: (string | number)[]; sums: number[] }[] {
+  const bucket = LATENCY_BOUNDS_MS.findIndex((bound) => record.elapsedMs <= bound);
+  const latency = LATENCY_COLUMNS.map((_, i) =>
+    i === (bucket === -1 ? LATENCY_BOUNDS_MS.length : bucket) ? sign : 0,
+  );
+  const counts = [
+    sign,
+    record.status !== 200 ? sign : 0,
+    sign * record.creditsMicro,
+    sign * record.inputTokens,
+    sign * record.outputTokens,
+    ...latency,
+  ];
+  const rows: { table: RollupTableName; key: string; dims: (string | number)[]; sums: number[] }[] = [];
+  for (const stepMs of [ROLLUP_STEPS_MS.day, ROLLUP_STEPS_MS.hour, ROLLUP_STEPS_MS.minute]) {
+    const at = Math.floor(record.at / stepMs) * stepMs;
+    const totals = [stepMs, at];
+    rows.push({
+      table: 'usage_totals',
+      key: `t:${stepMs}:${at}`,
+      dims: totals,
+      sums: [...counts, record.cached ? sign : 0],
+    });
+    const perKey = [
+      stepMs,
+      at,
+      record.keyId,
+      record.route ?? '',
+      record.upstream ?? '',
+      record.cached ? 1 : 0,
+    ];
+    rows.push({ table: 'usage_rollups', key: `k:${perKey.join('\u0000')}`, dims: perKey, sums: counts });
+  }
+  return rows;
+}
+
 /** The sums a read selects from rows of `table`: the same names whichever rows it groups. */
 export function summedSql(dialect: Dialect, table: RollupTableName = 'usage_rollups'): string {
   const sum = (expression: string, as: string) =>

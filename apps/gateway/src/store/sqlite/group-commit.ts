@@ -23,36 +23,62 @@ interface Pending {
  * in its own savepoint, so only the failing op fails: savepoints cost two statements per op, paid
  * only when needed. Ops must therefore be safe to run twice (a rolled-back run leaves no trace).
  */
+/**
+ * Told how each op of a batch went, and asked to finish the batch inside its transaction: a store
+ * that sums something per batch (the rollups) keeps what a successful op added, drops what a failed
+ * one did, and writes its sums before the commit.
+ */
+export interface BatchHooks {
+  opSucceeded(): void;
+  opFailed(): void;
+  beforeCommit(): void;
+  /** The batch is run again or failed: nothing of it counts. */
+  reset(): void;
+}
+
+const NO_HOOKS: BatchHooks = { opSucceeded() {}, opFailed() {}, beforeCommit() {}, reset() {} };
+
 export function createGroupCommit(
   db: Database.Database,
   beforeBatch: () => void = () => {},
   /** What a failure becomes for the caller (e.g. storage trouble → the store's own error). */
   classify: (error: unknown) => unknown = (error) => error,
+  hooks: BatchHooks = NO_HOOKS,
 ) {
   let queue: Pending[] = [];
   let scheduled = false;
 
   // Made once: better-sqlite3 builds four wrapper functions each time db.transaction() is called.
-  const runPlain = db.transaction((batch: Pending[]) =>
-    batch.map((op): Outcome => {
+  const runPlain = db.transaction((batch: Pending[]) => {
+    const outcomes = batch.map((op): Outcome => {
       try {
-        return { ok: true, value: op.run() };
+        const value = op.run();
+        hooks.opSucceeded();
+        return { ok: true, value };
       } catch (error) {
+        hooks.opFailed();
         throw new OpFailed('a write of the batch failed', { cause: error });
       }
-    }),
-  );
+    });
+    hooks.beforeCommit();
+    return outcomes;
+  });
   /** Run inside the batch's transaction, one op runs as a savepoint. */
   const inSavepoint = db.transaction((run: () => unknown) => run());
-  const runIsolated = db.transaction((batch: Pending[]) =>
-    batch.map((op): Outcome => {
+  const runIsolated = db.transaction((batch: Pending[]) => {
+    const outcomes = batch.map((op): Outcome => {
       try {
-        return { ok: true, value: inSavepoint(op.run) };
+        const value = inSavepoint(op.run);
+        hooks.opSucceeded();
+        return { ok: true, value };
       } catch (error) {
+        hooks.opFailed();
         return { ok: false, error };
       }
-    }),
-  );
+    });
+    hooks.beforeCommit();
+    return outcomes;
+  });
 
   function flush() {
     scheduled = false;
@@ -64,10 +90,12 @@ export function createGroupCommit(
       try {
         outcomes = runPlain.immediate(batch);
       } catch (error) {
+        hooks.reset();
         if (!(error instanceof OpFailed)) throw error;
         outcomes = runIsolated.immediate(batch);
       }
     } catch (error) {
+      hooks.reset();
       // The commit itself failed (e.g. the database stayed locked past busy_timeout, or the file
       // was removed): nothing of this batch happened.
       for (const op of batch) op.reject(classify(error));

@@ -1,4 +1,4 @@
-import { addRecordSql, rollupTable } from '../rollups.ts';
+import { rollupTable } from '../rollups.ts';
 
 /**
  * Versioned schema changes, applied in order at start inside one transaction each. Never edit a
@@ -116,7 +116,8 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     version: 6,
     name: 'usage rollups, written with each record',
     // The rollups of README.md#usage-at-any-volume. Records written from now on are added by the
-    // triggers; those already here are folded in the background (usage/maintenance.ts) from
+    // store in the transaction that writes them (sqlite/rollup-batch.ts sums each group-commit
+    // batch); those already here are folded in the background (usage/maintenance.ts) from
     // next_id to last_id, a batch per transaction that also moves next_id, so each is counted once.
     // A record changed before it is folded (a release voiding a settle) is left to the fold.
     sql: `
@@ -129,18 +130,6 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
       );
       INSERT INTO usage_rollup_backfill (id, next_id, last_id)
         SELECT 1, COALESCE(MIN(id), 1), COALESCE(MAX(id), 0) FROM usage_records;
-      CREATE TRIGGER usage_rollup_insert AFTER INSERT ON usage_records BEGIN
-        ${addRecordSql('sqlite', 'usage_totals', 'NEW', 1)};
-        ${addRecordSql('sqlite', 'usage_rollups', 'NEW', 1)};
-      END;
-      CREATE TRIGGER usage_rollup_update AFTER UPDATE OF credits_micro, status ON usage_records
-      WHEN NOT EXISTS (SELECT 1 FROM usage_rollup_backfill b WHERE OLD.id BETWEEN b.next_id AND b.last_id)
-      BEGIN
-        ${addRecordSql('sqlite', 'usage_totals', 'OLD', -1)};
-        ${addRecordSql('sqlite', 'usage_totals', 'NEW', 1)};
-        ${addRecordSql('sqlite', 'usage_rollups', 'OLD', -1)};
-        ${addRecordSql('sqlite', 'usage_rollups', 'NEW', 1)};
-      END;
     `,
   },
   {

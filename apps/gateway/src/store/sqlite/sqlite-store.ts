@@ -37,6 +37,7 @@ import {
 import { type BackgroundConnection, openBackgroundConnection } from './background-connection.ts';
 import { createGroupCommit } from './group-commit.ts';
 import { MIGRATIONS } from './migrations.ts';
+import { createRollupBatch } from './rollup-batch.ts';
 
 /** Keys kept for authentication; past this many the cache starts again from empty. */
 const KEY_CACHE_LIMIT = 10_000;
@@ -208,8 +209,8 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       'DELETE FROM reservations WHERE id = ? AND request_id = ? RETURNING amount_micro AS amount',
     ),
     /** Idempotency: a request already holding a reservation, or already recorded. */
-    recordedDebit: db.prepare<[string, string], { debit: number; status: number }>(
-      'SELECT credits_micro AS debit, status FROM usage_records WHERE request_id = ? AND key_id = ?',
+    recordedDebit: db.prepare<[string, string], UsageRow & { id: number; debit: number }>(
+      'SELECT *, credits_micro AS debit FROM usage_records WHERE request_id = ? AND key_id = ?',
     ),
     deleteReservationOf: db.prepare<[string, string]>(
       'DELETE FROM reservations WHERE request_id = ? AND key_id = ?',
@@ -317,7 +318,14 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       throw new Error(`the database file ${path} was replaced by another file`);
   };
 
-  const write = createGroupCommit(db, assertSameFile, storageTrouble);
+  /** The rollups of each batch's records, written once per row before it commits. */
+  const rollups = createRollupBatch(db);
+  const write = createGroupCommit(db, assertSameFile, storageTrouble, {
+    opSucceeded: rollups.opSucceeded,
+    opFailed: rollups.opFailed,
+    beforeCommit: rollups.flush,
+    reset: rollups.reset,
+  });
   /** A write outside group commit (admin and CLI): the same file check, the same error for trouble. */
   const guarded = <T>(run: () => T): T => {
     try {
@@ -406,9 +414,10 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     return { ok: false, code: 'insufficient_credits', availableMicro: Math.max(0, available) };
   };
 
-  /** The request's usage record, with what was debited for it. */
-  const insertUsage = (entry: UsageEntry, debitMicro: number) =>
-    sql.insertUsage.run(
+  /** The request's usage record, with what was debited for it, and its rollups. */
+  const insertUsage = (entry: UsageEntry, debitMicro: number) => {
+    rollups.add({ ...entry, creditsMicro: debitMicro }, 1);
+    return sql.insertUsage.run(
       entry.requestId,
       entry.keyId,
       debitMicro,
@@ -424,6 +433,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       entry.tokenId,
       entry.subject,
     );
+  };
 
   const keepDecision = (entry: UsageEntry, decision: KeptDecision | undefined) => {
     if (decision !== undefined)
@@ -481,6 +491,13 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       if (recorded) {
         // Settled, yet its caller was answered a failure: a failed request is never charged.
         if (recorded.status === 200 && entry.status !== 200) {
+          // Its rollups move with it, unless the upgrade has yet to fold it (the fold takes it as it is then).
+          const progress = sql.backfill.get();
+          if (!(progress && recorded.id >= progress.next && recorded.id <= progress.last)) {
+            const was = toUsage(recorded);
+            rollups.add(was, -1);
+            rollups.add({ ...was, creditsMicro: 0, status: entry.status }, 1);
+          }
           sql.voidUsage.run(entry.status, entry.requestId, entry.keyId);
           sql.refund.run(recorded.debit, entry.keyId);
         }

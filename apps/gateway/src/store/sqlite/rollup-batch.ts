@@ -1,0 +1,57 @@
+import type Database from 'better-sqlite3';
+import { type RecordForRollup, type RollupTableName, rollupRowValues, upsertRowSql } from '../rollups.ts';
+
+interface Row {
+  table: RollupTableName;
+  dims: (string | number)[];
+  sums: number[];
+}
+
+/**
+ * The SQLite store's rollups (README.md#usage-at-any-volume), summed per group-commit batch: the
+ * records of a batch are added up in memory and each rollup row they touch is written once,
+ * before the batch commits, in its transaction. Under load a batch holds many records of the same
+ * key and minute, so this writes a handful of rows where a trigger would write six per record.
+ * Each op's additions are kept apart until it succeeds, so an op that fails (and rolls back to its
+ * savepoint) adds nothing.
+ */
+export function createRollupBatch(db: Database.Database) {
+  const upsert = {
+    usage_rollups: db.prepare(upsertRowSql('usage_rollups')),
+    usage_totals: db.prepare(upsertRowSql('usage_totals')),
+  };
+  let batch = new Map<string, Row>();
+  let op: { key: string; row: Row }[] = [];
+
+  return {
+    /** Adds (sign 1) or takes away (sign -1) a record, within the op being run. */
+    add(record: RecordForRollup, sign: 1 | -1) {
+      for (const { table, key, dims, sums } of rollupRowValues(record, sign))
+        op.push({ key, row: { table, dims, sums } });
+    },
+    opSucceeded() {
+      for (const { key, row } of op) {
+        const held = batch.get(key);
+        if (held === undefined) batch.set(key, { ...row, sums: [...row.sums] });
+        else
+          for (let i = 0; i < row.sums.length; i++) held.sums[i] = (held.sums[i] ?? 0) + (row.sums[i] ?? 0);
+      }
+      op = [];
+    },
+    opFailed() {
+      op = [];
+    },
+    /** Inside the batch's transaction, after its ops: every row touched, written once. */
+    flush() {
+      for (const row of batch.values()) upsert[row.table].run(...row.dims, ...row.sums);
+      batch = new Map();
+    },
+    /** The batch is run again, or failed: nothing of it counts. */
+    reset() {
+      batch = new Map();
+      op = [];
+    },
+  };
+}
+
+export type RollupBatch = ReturnType<typeof createRollupBatch>;
