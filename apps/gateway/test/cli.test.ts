@@ -6,24 +6,7 @@ import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runKeysCli } from '../src/cli/keys.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import type { UsageEntry } from '../src/store/store.ts';
-
-const usageEntry = (keyId: string, requestId: string, at: number): UsageEntry => ({
-  requestId,
-  keyId,
-  creditsMicro: 0,
-  inputTokens: 10,
-  outputTokens: 0,
-  questions: 1,
-  status: 200,
-  elapsedMs: 3,
-  at,
-  route: 'default',
-  upstream: 'lexical',
-  cached: false,
-  tokenId: null,
-  subject: null,
-});
+import { usageEntry } from '../src/store/store.contract.ts';
 
 const run = promisify(execFile);
 
@@ -60,7 +43,7 @@ describe('pnpm keys CLI', () => {
     const store = openSqliteStore(join(dir, 'keys.db'));
     const now = Date.now();
     const questions = JSON.stringify({ refund: { type: 'noul', upstream: 'lexical', p: 0.8 } });
-    await store.settle(null, { ...usageEntry(key.id, 'req_c1', now) }, 0, { questions, reused: null });
+    await store.settle(null, usageEntry(key.id, 'req_c1', 0, now), 0, { questions, reused: null });
     await store.recordOutcomes('req_c1', [{ questionId: 'refund', truth: 'true' }], now);
     await store.close();
     const text = await cli('calibration');

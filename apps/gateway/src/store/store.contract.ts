@@ -51,7 +51,13 @@ function newKey(overrides: Partial<NewKey> = {}): NewKey {
   };
 }
 
-function entry(keyId: string, requestId: string, creditsMicro: number, at = Date.now()): UsageEntry {
+/** A usage record of 1 question, status 200, on `default` by `lexical`: what most tests of the store write. */
+export function usageEntry(
+  keyId: string,
+  requestId: string,
+  creditsMicro: number,
+  at = Date.now(),
+): UsageEntry {
   return {
     requestId,
     keyId,
@@ -199,7 +205,7 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
           availableMicro: 300_000,
         });
         if (!first.ok) return;
-        expect(await store.settle(first.reservationId, entry(key.id, 'r1', 650_000), now - 60_000)).toBe(
+        expect(await store.settle(first.reservationId, usageEntry(key.id, 'r1', 650_000), now - 60_000)).toBe(
           650_000,
         );
         expect((await store.getKey(key.id))?.creditsMicro).toBe(350_000);
@@ -209,7 +215,7 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
           ok: true,
           reservationId: null,
         });
-        expect(await store.settle(null, entry(unlimited.id, 'r3', 5), 0)).toBe(5);
+        expect(await store.settle(null, usageEntry(unlimited.id, 'r3', 5), 0)).toBe(5);
         expect(await store.reserve('key_none', 'r4', 1, now, 0)).toEqual({
           ok: false,
           code: 'key_refused',
@@ -256,12 +262,12 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
           availableMicro: 400_000,
         });
         if (!first.ok) return;
-        expect(await store.settle(first.reservationId, entry(key.id, 'same', 500_000), 0)).toBe(500_000);
-        expect(await store.settle(first.reservationId, entry(key.id, 'same', 500_000), 0)).toBe(500_000);
+        expect(await store.settle(first.reservationId, usageEntry(key.id, 'same', 500_000), 0)).toBe(500_000);
+        expect(await store.settle(first.reservationId, usageEntry(key.id, 'same', 500_000), 0)).toBe(500_000);
         const failed = await store.reserve(key.id, 'failed', 1, now, 0);
         if (!failed.ok) throw new Error('expected a hold');
-        await store.release(failed.reservationId, { ...entry(key.id, 'failed', 0), status: 502 });
-        await store.release(failed.reservationId, { ...entry(key.id, 'failed', 0), status: 502 });
+        await store.release(failed.reservationId, { ...usageEntry(key.id, 'failed', 0), status: 502 });
+        await store.release(failed.reservationId, { ...usageEntry(key.id, 'failed', 0), status: 502 });
         const usage = await store.usage(key.id, 10);
         expect(usage.recent.map((r) => [r.requestId, r.status, r.creditsMicro]).sort()).toEqual([
           ['failed', 502, 0],
@@ -278,16 +284,16 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         const now = Date.now();
         const lost = await store.reserve(key.id, 'lost-settle', 300_000, now, 0);
         if (!lost.ok) throw new Error('expected a hold');
-        expect(await store.settle(lost.reservationId, entry(key.id, 'lost-settle', 250_000), 0)).toBe(
+        expect(await store.settle(lost.reservationId, usageEntry(key.id, 'lost-settle', 250_000), 0)).toBe(
           250_000,
         );
         // The caller was answered 503: released later, from another instance, without the hold's id.
         const other = await openAnother();
-        await other.release(null, { ...entry(key.id, 'lost-settle', 0), status: 503 });
-        await other.release(null, { ...entry(key.id, 'lost-settle', 0), status: 503 });
+        await other.release(null, { ...usageEntry(key.id, 'lost-settle', 0), status: 503 });
+        await other.release(null, { ...usageEntry(key.id, 'lost-settle', 0), status: 503 });
         // A reserve whose answer was lost: its hold is found by the request id.
         expect((await store.reserve(key.id, 'lost-reserve', 400_000, now, 0)).ok).toBe(true);
-        await other.release(null, { ...entry(key.id, 'lost-reserve', 0), status: 503 });
+        await other.release(null, { ...usageEntry(key.id, 'lost-reserve', 0), status: 503 });
         expect((await store.reserve(key.id, 'whole', MICRO, now, 0)).ok).toBe(true);
         expect((await store.getKey(key.id))?.creditsMicro).toBe(MICRO);
         expect(await store.ledgerBalance(key.id)).toBe(MICRO);
@@ -310,7 +316,7 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         const hold = await store.reserve(key.id, 'big', 720_000, now, 0);
         if (!hold.ok) throw new Error('expected a hold');
         const huge = {
-          ...entry(key.id, 'big', 5_000_000 * 1000),
+          ...usageEntry(key.id, 'big', 5_000_000 * 1000),
           inputTokens: 2 ** 31 - 1,
           outputTokens: 2 ** 31 - 1,
         };
@@ -353,12 +359,16 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
               const requestId = `burst_${i}`;
               const reservation = await instance.reserve(key.id, requestId, 150_000, now, now - 60_000);
               if (!reservation.ok) {
-                await instance.release(null, { ...entry(key.id, requestId, 0), status: 402 });
+                await instance.release(null, { ...usageEntry(key.id, requestId, 0), status: 402 });
                 return 0;
               }
               // Actual costs vary around the reservation, sometimes above it.
               const cost = 100_000 + (i % 7) * 10_000;
-              return instance.settle(reservation.reservationId, entry(key.id, requestId, cost), now - 60_000);
+              return instance.settle(
+                reservation.reservationId,
+                usageEntry(key.id, requestId, cost),
+                now - 60_000,
+              );
             }),
           );
           const balance = (await store.getKey(key.id))?.creditsMicro as number;
@@ -394,9 +404,9 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
           const live = await store.reserve(key.id, `live_${i}`, MICRO, now, staleBefore);
           expect(live.ok).toBe(true);
           if (!live.ok) return;
-          expect(await store.settle(live.reservationId, entry(key.id, `live_${i}`, MICRO), staleBefore)).toBe(
-            MICRO,
-          );
+          expect(
+            await store.settle(live.reservationId, usageEntry(key.id, `live_${i}`, MICRO), staleBefore),
+          ).toBe(MICRO);
         }
         expect((await store.getKey(key.id))?.creditsMicro).toBe(7 * MICRO);
         expect(await store.ledgerBalance(key.id)).toBe(7 * MICRO);
@@ -410,7 +420,7 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         const stalled = await store.reserve(key.id, 'req_stalled', 960, now - 3_600_000, 0);
         const live = await store.reserve(key.id, 'req_live', 50, now, now - 60_000);
         if (!stalled.ok || !live.ok) throw new Error('reserve failed');
-        await store.release(stalled.reservationId, { ...entry(key.id, 'req_stalled', 0), status: 504 });
+        await store.release(stalled.reservationId, { ...usageEntry(key.id, 'req_stalled', 0), status: 504 });
         // req_live still holds its 50.
         expect(await store.reserve(key.id, 'req_next', 951, now, now - 60_000)).toMatchObject({
           ok: false,
@@ -425,10 +435,10 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         const now = Date.now();
         const held = await store.reserve(key.id, 'failed', MICRO, now, now - 60_000);
         if (!held.ok) throw new Error('reserve failed');
-        await store.release(held.reservationId, { ...entry(key.id, 'failed', 0, now), status: 502 });
+        await store.release(held.reservationId, { ...usageEntry(key.id, 'failed', 0, now), status: 502 });
         expect((await store.reserve(key.id, 'next', MICRO, now, now - 60_000)).ok).toBe(true);
         const usage = await store.usage(key.id, 10);
-        expect(usage.recent).toEqual([{ ...entry(key.id, 'failed', 0, now), status: 502 }]);
+        expect(usage.recent).toEqual([{ ...usageEntry(key.id, 'failed', 0, now), status: 502 }]);
         expect((await store.getKey(key.id))?.lastUsedAt).toBe(now);
       }));
 
@@ -436,9 +446,13 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
       withStore(async ({ store }) => {
         const key = newKey({ creditsMicro: null });
         await store.createKey(key);
-        const escalated = { ...entry(key.id, 'esc', 2000, 10), route: 'smart', upstream: 'local+hosted' };
-        const hit = { ...entry(key.id, 'hit', 0, 11), upstream: 'local', cached: true };
-        const failed = { ...entry(key.id, 'failed', 0, 12), route: null, upstream: null, status: 400 };
+        const escalated = {
+          ...usageEntry(key.id, 'esc', 2000, 10),
+          route: 'smart',
+          upstream: 'local+hosted',
+        };
+        const hit = { ...usageEntry(key.id, 'hit', 0, 11), upstream: 'local', cached: true };
+        const failed = { ...usageEntry(key.id, 'failed', 0, 12), route: null, upstream: null, status: 400 };
         await store.settle(null, escalated, 0);
         await store.settle(null, hit, 0);
         await store.release(null, failed);
@@ -488,7 +502,7 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
               const instance = i % 2 === 0 ? store : other;
               const requestId = `capped_${i}`;
               const held = await instance.reserve(key.id, requestId, 150_000, now, now - 60_000, token.id);
-              const record = { ...entry(key.id, requestId, 0), tokenId: token.id, subject: 'u' };
+              const record = { ...usageEntry(key.id, requestId, 0), tokenId: token.id, subject: 'u' };
               if (!held.ok) {
                 await instance.release(null, { ...record, status: 402 });
                 return 0;
@@ -505,7 +519,7 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
           // A settle never charges past the cap, even when the upstream's usage says more.
           const last = await store.reserve(key.id, 'over', 100_000, now, now - 60_000, token.id);
           if (!last.ok) throw new Error('the cap still covers 0.1');
-          const over = { ...entry(key.id, 'over', 500_000), tokenId: token.id, subject: null };
+          const over = { ...usageEntry(key.id, 'over', 500_000), tokenId: token.id, subject: null };
           expect(await store.settle(last.reservationId, over, now - 60_000)).toBe(100_000);
           expect((await store.reserve(key.id, 'none', 1, now, now - 60_000, token.id)).ok).toBe(false);
         } finally {
@@ -523,14 +537,18 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         const t0 = 1_800_000_000_000; // on an hour's boundary
         // Minute 0: ten records of a, elapsed 1..10 ms, one failed, two cache hits; minute 2: one of b.
         for (let i = 1; i <= 10; i++) {
-          const record = { ...entry(a.id, `s${i}`, 1000 * i, t0 + i), elapsedMs: i, cached: i > 8 };
+          const record = { ...usageEntry(a.id, `s${i}`, 1000 * i, t0 + i), elapsedMs: i, cached: i > 8 };
           if (i === 5) await store.release(null, { ...record, status: 502 });
           else await store.settle(null, record, 0);
         }
-        await store.settle(null, { ...entry(b.id, 'other', 7000, t0 + 2 * minute + 5), elapsedMs: 40 }, 0);
+        await store.settle(
+          null,
+          { ...usageEntry(b.id, 'other', 7000, t0 + 2 * minute + 5), elapsedMs: 40 },
+          0,
+        );
         // Outside the window: before `from` and at `to` (exclusive).
-        await store.settle(null, { ...entry(a.id, 'early', 1, t0 - 1), elapsedMs: 20_000 }, 0);
-        await store.settle(null, entry(a.id, 'late', 1, t0 + 3 * minute), 0);
+        await store.settle(null, { ...usageEntry(a.id, 'early', 1, t0 - 1), elapsedMs: 20_000 }, 0);
+        await store.settle(null, usageEntry(a.id, 'late', 1, t0 + 3 * minute), 0);
 
         const buckets = (counts: Record<number, number>) =>
           Array.from({ length: 12 }, (_, i) => counts[i] ?? 0);
@@ -590,7 +608,7 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
             const elapsedMs = (n * 37) % 3000;
             const held = await instance.reserve(key.id, id, 40_000, Date.now(), Date.now() - 60_000);
             if (!held.ok) throw new Error('reserve failed');
-            const record = { ...entry(key.id, id, 10_000 + (n % 13) * 1000, at), elapsedMs };
+            const record = { ...usageEntry(key.id, id, 10_000 + (n % 13) * 1000, at), elapsedMs };
             const fate = n % 5;
             if (fate === 0) await instance.release(held.reservationId, { ...record, status: 502 });
             else {
@@ -641,9 +659,9 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         const now = Date.now();
         const held = await store.reserve(key.id, 'voided', 200_000, now, now - 60_000);
         if (!held.ok) throw new Error('reserve failed');
-        await store.settle(held.reservationId, entry(key.id, 'voided', 150_000, now), now - 60_000);
+        await store.settle(held.reservationId, usageEntry(key.id, 'voided', 150_000, now), now - 60_000);
         // Its caller was answered a failure after all: the debit is undone, the record fails.
-        await store.release(held.reservationId, { ...entry(key.id, 'voided', 0, now), status: 503 });
+        await store.release(held.reservationId, { ...usageEntry(key.id, 'voided', 0, now), status: 503 });
         const [minute] = await store.usageSeries({
           keyId: key.id,
           stepMs: 60_000,
@@ -665,10 +683,10 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         ];
         for (const key of spenders) await store.createKey(key);
         const [small, big] = spenders as [NewKey, NewKey];
-        await store.settle(null, { ...entry(small.id, 'x1', 1000, t0 + 5 * 60_000), route: 'cheap' }, 0);
-        await store.settle(null, { ...entry(big.id, 'x2', 9000, t0 + 2 * day), upstream: 'strong' }, 0);
+        await store.settle(null, { ...usageEntry(small.id, 'x1', 1000, t0 + 5 * 60_000), route: 'cheap' }, 0);
+        await store.settle(null, { ...usageEntry(big.id, 'x2', 9000, t0 + 2 * day), upstream: 'strong' }, 0);
         await store.release(null, {
-          ...entry(big.id, 'x3', 0, t0 + 3 * day),
+          ...usageEntry(big.id, 'x3', 0, t0 + 3 * day),
           route: null,
           upstream: null,
           status: 502,
@@ -711,11 +729,11 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
           if (!held.ok) throw new Error('reserve failed');
           await store.settle(
             held.reservationId,
-            entry(key.id, `old${i}`, 10_000, old + i * 60_000),
+            usageEntry(key.id, `old${i}`, 10_000, old + i * 60_000),
             Date.now() - 60_000,
           );
         }
-        await store.settle(null, entry(key.id, 'new', 1000, Date.now()), Date.now() - 60_000);
+        await store.settle(null, usageEntry(key.id, 'new', 1000, Date.now()), Date.now() - 60_000);
         const cutoff = old + day;
         expect(await store.deleteUsageBefore(cutoff, 3)).toBe(3);
         expect(await store.deleteUsageBefore(cutoff, 3)).toBe(3);
@@ -744,19 +762,19 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         const t0 = 1_800_000_000_000;
         for (let i = 0; i < 25; i++)
           await legacy.insertUsage({
-            ...entry(key.id, `legacy${i}`, 1000 + i, t0 + i * 30_000),
+            ...usageEntry(key.id, `legacy${i}`, 1000 + i, t0 + i * 30_000),
             elapsedMs: i * 10,
           });
-        await legacy.insertUsage({ ...entry(key.id, 'failed', 0, t0 + 5), status: 500 });
+        await legacy.insertUsage({ ...usageEntry(key.id, 'failed', 0, t0 + 5), status: 500 });
         await legacy.close();
 
         const store = await upgrade();
         try {
           await expect(store.checkWritable()).rejects.toThrow(/26 usage records still to fold/);
           // Written during the upgrade: counted as it is written, never by the fold.
-          await store.settle(null, entry(key.id, 'during', 5, t0 + 60_000), 0);
+          await store.settle(null, usageEntry(key.id, 'during', 5, t0 + 60_000), 0);
           // A record from before, voided before the fold reaches it: the fold takes it as it is then.
-          await store.release(null, { ...entry(key.id, 'legacy0', 0, t0), status: 503 });
+          await store.release(null, { ...usageEntry(key.id, 'legacy0', 0, t0), status: 503 });
           const batches = [await store.foldIntoRollups(10), await store.foldIntoRollups(10)];
           await expect(store.checkWritable()).rejects.toThrow(/6 usage records still to fold/);
           batches.push(await store.foldIntoRollups(10), await store.foldIntoRollups(10));
@@ -799,23 +817,23 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         const questions = JSON.stringify({
           team: { type: 'choice', upstream: 'cheap', p: [0.7, 0.3], labels: ['a', 'b'] },
         });
-        await store.settle(held.reservationId, entry(key.id, 'd1', 1000, now), now - 60_000, {
+        await store.settle(held.reservationId, usageEntry(key.id, 'd1', 1000, now), now - 60_000, {
           questions,
           reused: null,
         });
         // Settled again (a retried call): the first decision stands, nothing is written twice.
-        await store.settle(held.reservationId, entry(key.id, 'd1', 1000, now), now - 60_000, {
+        await store.settle(held.reservationId, usageEntry(key.id, 'd1', 1000, now), now - 60_000, {
           questions: '{}',
           reused: null,
         });
         // A cache hit's record points at the decision it reused.
         await store.release(
           null,
-          { ...entry(key.id, 'd2', 0, now + 1), cached: true },
+          { ...usageEntry(key.id, 'd2', 0, now + 1), cached: true },
           { questions, reused: 'd1' },
         );
         // A failed request keeps none.
-        await store.release(null, { ...entry(key.id, 'd3', 0, now + 2), status: 502 });
+        await store.release(null, { ...usageEntry(key.id, 'd3', 0, now + 2), status: 502 });
         const other = await openAnother();
         try {
           expect(await other.findDecision('d1')).toEqual({
@@ -868,7 +886,7 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         const key = newKey({ creditsMicro: null });
         await store.createKey(key);
         for (let i = 0; i < 5; i++)
-          await store.settle(null, entry(key.id, `u${i}`, 1000 * (i + 1), 100 + i), 0);
+          await store.settle(null, usageEntry(key.id, `u${i}`, 1000 * (i + 1), 100 + i), 0);
         const usage = await store.usage(key.id, 2);
         expect(usage.totals).toEqual({ requests: 5, creditsMicro: 15_000, inputTokens: 15, outputTokens: 0 });
         expect(usage.recent.map((r) => r.requestId)).toEqual(['u4', 'u3']);
@@ -894,7 +912,7 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
           // Each reader has its own number of records, so another key's totals can never pass for its own.
           for (const [i, key] of readers.entries())
             for (let n = 0; n < 20 + i; n++)
-              await store.settle(null, entry(key.id, `${key.id}-${n}`, 1_000 + n, t0 + n * 60_000), 0);
+              await store.settle(null, usageEntry(key.id, `${key.id}-${n}`, 1_000 + n, t0 + n * 60_000), 0);
           const allIds = [...readers, ...payers].map((key) => key.id).sort();
 
           const stressed = await openUnderDeadline(40);
@@ -966,13 +984,13 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
               if (Math.random() < 0.5) {
                 const debit = await stressed.store.settle(
                   held.reservationId,
-                  entry(key.id, requestId, 3_000),
+                  usageEntry(key.id, requestId, 3_000),
                   0,
                 );
                 expectThat(debit === 3_000 || debit === 0, `settle on ${key.id} debited ${debit}`);
               } else {
                 await stressed.store.release(held.reservationId, {
-                  ...entry(key.id, requestId, 0),
+                  ...usageEntry(key.id, requestId, 0),
                   status: 502,
                 });
               }

@@ -4,29 +4,15 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../store/sqlite/sqlite-store.ts';
-import type { Store, UsageEntry } from '../store/store.ts';
+import { usageEntry } from '../store/store.contract.ts';
+import type { Store } from '../store/store.ts';
 import { decisionRetention, startMaintenance, usageRetention } from './maintenance.ts';
 
 const DAY = 86_400_000;
 const now = Date.parse('2026-11-25T12:00:00Z');
 const silent = pino({ level: 'silent' });
 
-const record = (keyId: string, requestId: string, at: number): UsageEntry => ({
-  requestId,
-  keyId,
-  creditsMicro: 1000,
-  inputTokens: 1,
-  outputTokens: 0,
-  questions: 1,
-  status: 200,
-  elapsedMs: 7,
-  at,
-  route: 'default',
-  upstream: 'lexical',
-  cached: false,
-  tokenId: null,
-  subject: null,
-});
+const record = (keyId: string, requestId: string, at: number) => usageEntry(keyId, requestId, 1000, at);
 
 describe('usage maintenance (retention on a real SQLite file)', () => {
   let dir: string;

@@ -1,4 +1,52 @@
+import { decisionTables } from '../decision-tables.ts';
 import { addRecordSql, rollupTable } from '../rollups.ts';
+
+/**
+ * `dg_apply`: many reserve, settle and release steps in one statement (migration 4); from migration
+ * 6 on, a settle or a release that carries its decision keeps it too. Written once for both.
+ */
+function dgApply(keepsDecisions: boolean): string {
+  return `      ${keepsDecisions ? 'CREATE OR REPLACE' : 'CREATE'} FUNCTION dg_apply(p_steps jsonb)
+      RETURNS TABLE (step integer, granted boolean, reservation bigint, available bigint, debit bigint, refused text)
+      LANGUAGE plpgsql VOLATILE AS $fn$
+      DECLARE
+        v_step jsonb;
+        v_i integer;
+        v_r record;
+      BEGIN
+        PERFORM 1 FROM api_keys k
+        WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s)
+        ORDER BY k.id FOR UPDATE;
+        FOR v_step, v_i IN SELECT s.value, (s.ordinality - 1)::integer FROM jsonb_array_elements(p_steps) WITH ORDINALITY s
+        LOOP
+          IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint > (v_step->>'deadline')::bigint THEN
+            RETURN QUERY SELECT v_i, false, NULL::bigint, NULL::bigint, NULL::bigint, 'late'::text;
+          ELSIF v_step->>'op' = 'reserve' THEN
+            SELECT * INTO v_r FROM dg_step_reserve(v_step->>'key', v_step->>'request', (v_step->>'amount')::bigint,
+              (v_step->>'at')::bigint, (v_step->>'staleBefore')::bigint, v_step->>'token');
+            RETURN QUERY SELECT v_i, v_r.granted, v_r.reservation, v_r.available, NULL::bigint, v_r.refused;
+          ELSIF v_step->>'op' = 'settle' THEN
+            RETURN QUERY SELECT v_i, true, NULL::bigint, NULL::bigint,
+              dg_step_settle((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key', (v_step->>'cost')::bigint,
+                (v_step->>'staleBefore')::bigint, (v_step->>'input')::integer, (v_step->>'output')::integer,
+                (v_step->>'questions')::integer, (v_step->>'status')::integer, (v_step->>'elapsed')::integer,
+                (v_step->>'at')::bigint, v_step->>'route', v_step->>'upstream', (v_step->>'cached')::boolean,
+                v_step->>'token', v_step->>'subject'),
+              NULL::text;${keepsDecisions ? '\n            PERFORM dg_keep_decision(v_step);' : ''}
+          ELSIF v_step->>'op' = 'release' THEN
+            PERFORM dg_step_release((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key',
+              (v_step->>'input')::integer, (v_step->>'output')::integer, (v_step->>'questions')::integer,
+              (v_step->>'status')::integer, (v_step->>'elapsed')::integer, (v_step->>'at')::bigint,
+              v_step->>'route', v_step->>'upstream', (v_step->>'cached')::boolean, v_step->>'token', v_step->>'subject');
+            ${keepsDecisions ? 'PERFORM dg_keep_decision(v_step);\n            ' : ''}RETURN QUERY SELECT v_i, true, NULL::bigint, NULL::bigint, 0::bigint, NULL::text;
+          ELSE
+            RAISE EXCEPTION 'dg_apply: unknown step %', v_step->>'op';
+          END IF;
+        END LOOP;
+      END
+      $fn$;
+`;
+}
 
 /**
  * Versioned schema changes for PostgreSQL, applied in order at start. Several instances may start
@@ -488,46 +536,7 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
       -- in order. A step that reaches the database after its deadline (epoch ms) does nothing and
       -- says 'late': its caller has given up and answered 503, so nothing may be held or charged
       -- for it (a settle arriving late would charge a failed request).
-      CREATE FUNCTION dg_apply(p_steps jsonb)
-      RETURNS TABLE (step integer, granted boolean, reservation bigint, available bigint, debit bigint, refused text)
-      LANGUAGE plpgsql VOLATILE AS $fn$
-      DECLARE
-        v_step jsonb;
-        v_i integer;
-        v_r record;
-      BEGIN
-        PERFORM 1 FROM api_keys k
-        WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s)
-        ORDER BY k.id FOR UPDATE;
-        FOR v_step, v_i IN SELECT s.value, (s.ordinality - 1)::integer FROM jsonb_array_elements(p_steps) WITH ORDINALITY s
-        LOOP
-          IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint > (v_step->>'deadline')::bigint THEN
-            RETURN QUERY SELECT v_i, false, NULL::bigint, NULL::bigint, NULL::bigint, 'late'::text;
-          ELSIF v_step->>'op' = 'reserve' THEN
-            SELECT * INTO v_r FROM dg_step_reserve(v_step->>'key', v_step->>'request', (v_step->>'amount')::bigint,
-              (v_step->>'at')::bigint, (v_step->>'staleBefore')::bigint, v_step->>'token');
-            RETURN QUERY SELECT v_i, v_r.granted, v_r.reservation, v_r.available, NULL::bigint, v_r.refused;
-          ELSIF v_step->>'op' = 'settle' THEN
-            RETURN QUERY SELECT v_i, true, NULL::bigint, NULL::bigint,
-              dg_step_settle((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key', (v_step->>'cost')::bigint,
-                (v_step->>'staleBefore')::bigint, (v_step->>'input')::integer, (v_step->>'output')::integer,
-                (v_step->>'questions')::integer, (v_step->>'status')::integer, (v_step->>'elapsed')::integer,
-                (v_step->>'at')::bigint, v_step->>'route', v_step->>'upstream', (v_step->>'cached')::boolean,
-                v_step->>'token', v_step->>'subject'),
-              NULL::text;
-          ELSIF v_step->>'op' = 'release' THEN
-            PERFORM dg_step_release((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key',
-              (v_step->>'input')::integer, (v_step->>'output')::integer, (v_step->>'questions')::integer,
-              (v_step->>'status')::integer, (v_step->>'elapsed')::integer, (v_step->>'at')::bigint,
-              v_step->>'route', v_step->>'upstream', (v_step->>'cached')::boolean, v_step->>'token', v_step->>'subject');
-            RETURN QUERY SELECT v_i, true, NULL::bigint, NULL::bigint, 0::bigint, NULL::text;
-          ELSE
-            RAISE EXCEPTION 'dg_apply: unknown step %', v_step->>'op';
-          END IF;
-        END LOOP;
-      END
-      $fn$;
-    `,
+${dgApply(false)}    `,
   },
   {
     version: 5,
@@ -577,22 +586,7 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
     // dg_apply keeps it in the same statement as the usage record, so a caller who has the answer
     // can report its outcome at once, and a decision exists only for a request that succeeded.
     sql: `
-      CREATE TABLE decision_records (
-        id bigserial PRIMARY KEY,
-        request_id text NOT NULL UNIQUE,
-        key_id text NOT NULL,
-        route text,
-        at bigint NOT NULL,
-        reused text,
-        questions text NOT NULL
-      );
-      CREATE TABLE decision_outcomes (
-        request_id text NOT NULL,
-        question_id text NOT NULL,
-        truth text NOT NULL,
-        recorded_at bigint NOT NULL,
-        PRIMARY KEY (request_id, question_id)
-      );
+      ${decisionTables('postgres')}
 
       CREATE FUNCTION dg_keep_decision(p_step jsonb) RETURNS void LANGUAGE plpgsql AS $fn$
       BEGIN
@@ -605,47 +599,6 @@ export const POSTGRES_MIGRATIONS: readonly { version: number; name: string; sql:
       END
       $fn$;
 
-      CREATE OR REPLACE FUNCTION dg_apply(p_steps jsonb)
-      RETURNS TABLE (step integer, granted boolean, reservation bigint, available bigint, debit bigint, refused text)
-      LANGUAGE plpgsql VOLATILE AS $fn$
-      DECLARE
-        v_step jsonb;
-        v_i integer;
-        v_r record;
-      BEGIN
-        PERFORM 1 FROM api_keys k
-        WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s)
-        ORDER BY k.id FOR UPDATE;
-        FOR v_step, v_i IN SELECT s.value, (s.ordinality - 1)::integer FROM jsonb_array_elements(p_steps) WITH ORDINALITY s
-        LOOP
-          IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint > (v_step->>'deadline')::bigint THEN
-            RETURN QUERY SELECT v_i, false, NULL::bigint, NULL::bigint, NULL::bigint, 'late'::text;
-          ELSIF v_step->>'op' = 'reserve' THEN
-            SELECT * INTO v_r FROM dg_step_reserve(v_step->>'key', v_step->>'request', (v_step->>'amount')::bigint,
-              (v_step->>'at')::bigint, (v_step->>'staleBefore')::bigint, v_step->>'token');
-            RETURN QUERY SELECT v_i, v_r.granted, v_r.reservation, v_r.available, NULL::bigint, v_r.refused;
-          ELSIF v_step->>'op' = 'settle' THEN
-            RETURN QUERY SELECT v_i, true, NULL::bigint, NULL::bigint,
-              dg_step_settle((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key', (v_step->>'cost')::bigint,
-                (v_step->>'staleBefore')::bigint, (v_step->>'input')::integer, (v_step->>'output')::integer,
-                (v_step->>'questions')::integer, (v_step->>'status')::integer, (v_step->>'elapsed')::integer,
-                (v_step->>'at')::bigint, v_step->>'route', v_step->>'upstream', (v_step->>'cached')::boolean,
-                v_step->>'token', v_step->>'subject'),
-              NULL::text;
-            PERFORM dg_keep_decision(v_step);
-          ELSIF v_step->>'op' = 'release' THEN
-            PERFORM dg_step_release((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key',
-              (v_step->>'input')::integer, (v_step->>'output')::integer, (v_step->>'questions')::integer,
-              (v_step->>'status')::integer, (v_step->>'elapsed')::integer, (v_step->>'at')::bigint,
-              v_step->>'route', v_step->>'upstream', (v_step->>'cached')::boolean, v_step->>'token', v_step->>'subject');
-            PERFORM dg_keep_decision(v_step);
-            RETURN QUERY SELECT v_i, true, NULL::bigint, NULL::bigint, 0::bigint, NULL::text;
-          ELSE
-            RAISE EXCEPTION 'dg_apply: unknown step %', v_step->>'op';
-          END IF;
-        END LOOP;
-      END
-      $fn$;
-    `,
+${dgApply(true)}    `,
   },
 ];

@@ -1,3 +1,4 @@
+import { decisionTables } from '../decision-tables.ts';
 import { rollupTable } from '../rollups.ts';
 
 /**
@@ -138,22 +139,7 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     // README.md#outcomes-and-calibration: written by the settle (or a cache hit's record) in the
     // same transaction as the usage record.
     sql: `
-      CREATE TABLE decision_records (
-        id INTEGER PRIMARY KEY,
-        request_id TEXT NOT NULL UNIQUE,
-        key_id TEXT NOT NULL,
-        route TEXT,
-        at INTEGER NOT NULL,
-        reused TEXT,
-        questions TEXT NOT NULL
-      );
-      CREATE TABLE decision_outcomes (
-        request_id TEXT NOT NULL,
-        question_id TEXT NOT NULL,
-        truth TEXT NOT NULL,
-        recorded_at INTEGER NOT NULL,
-        PRIMARY KEY (request_id, question_id)
-      ) WITHOUT ROWID;
+      ${decisionTables('sqlite')}
     `,
   },
 ];
