@@ -1,5 +1,7 @@
 import type { Lead } from '../../cache/coalesce.ts';
 import type { CachedDecision } from '../../cache/decision-cache.ts';
+import { keptQuestions } from '../../outcomes/decision-record.ts';
+import type { KeptDecision } from '../../store/store.ts';
 import type { Answered, EvaluationContext, RequestCache } from './context.ts';
 import type { StageDeps } from './deps.ts';
 
@@ -55,4 +57,13 @@ export async function keep(
   if (answered.kept) decision.kept = answered.kept.questions;
   if (cache.directive !== 'no-store') await cache.store.set(cache.key, decision, cache.ttlSeconds);
   return decision;
+}
+
+/** A hit's decision record: the decision it reused, whose upstream answered it (README.md#outcomes-and-calibration). */
+export function reusedDecision(ctx: EvaluationContext, decision: CachedDecision): KeptDecision {
+  const request = ctx.request as NonNullable<EvaluationContext['request']>;
+  return {
+    questions: decision.kept ?? JSON.stringify(keptQuestions(request, decision.answers, decision.upstream)),
+    reused: decision.requestId ?? null,
+  };
 }

@@ -1,12 +1,11 @@
 import { type GatewayFailure, MODEL_ID, type Usage } from '@decision-gateway/contract';
 import { createCoalescer } from '../../cache/coalesce.ts';
 import type { CachedDecision } from '../../cache/decision-cache.ts';
-import { keptQuestions } from '../../outcomes/decision-record.ts';
 import { storeTroubleFailure } from '../store-trouble.ts';
 import { authenticateCaller, confirmPayer } from './authenticate.ts';
 import { charge } from './charge.ts';
 import { type EvaluationContext, newContext, type RequestCache } from './context.ts';
-import { type Found, keep, lookUp } from './decision-cache.ts';
+import { type Found, keep, lookUp, reusedDecision } from './decision-cache.ts';
 import type { StageDeps } from './deps.ts';
 import { createInFlight } from './in-flight.ts';
 import { createLedger, staleAfterMs } from './ledger.ts';
@@ -107,21 +106,7 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     if (refused) return { ok: false, failure: refused, meta: ctx.meta, log: ctx.log };
     const route = ctx.route?.spec.name ?? '';
     Object.assign(ctx.log, { cache: how, upstream: decision.upstream, usage: NO_USAGE, creditsUsed: 0 });
-    // Its decision record points at the decision it reused, whose upstream answered it.
-    const kept = deps.keepDecisions
-      ? {
-          questions:
-            decision.kept ??
-            JSON.stringify(
-              keptQuestions(
-                ctx.request as NonNullable<EvaluationContext['request']>,
-                decision.answers,
-                decision.upstream,
-              ),
-            ),
-          reused: decision.requestId ?? null,
-        }
-      : undefined;
+    const kept = deps.keepDecisions ? reusedDecision(ctx, decision) : undefined;
     await deps.ledger.recordHit(ctx, decision.upstream, kept);
     deps.onCacheOutcome?.(route, how);
     ctx.meta.upstream = decision.upstream;
