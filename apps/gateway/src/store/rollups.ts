@@ -282,19 +282,26 @@ export interface RollupSpan {
   to: number;
 }
 
-/** The WHERE clause selecting spans, with positional placeholders made by `placeholder(i)`. */
+/**
+ * The WHERE clause selecting spans, with positional placeholders made by `placeholder(i)`. With a
+ * key, each span names it too, so that every term is a range of the key's index and the database
+ * reads that key's rows of the span only (not all of the key's rows, nor every key's of the span).
+ */
 export function spansWhere(
   spans: readonly RollupSpan[],
   placeholder: (i: number) => string,
+  keyId?: string,
 ): {
   sql: string;
-  params: number[];
+  params: (string | number)[];
 } {
-  const params: number[] = [];
+  const params: (string | number)[] = [];
   const parts = spans.map((span) => {
-    params.push(span.stepMs, span.from, span.to);
-    const n = params.length;
-    return `(step_ms = ${placeholder(n - 2)} AND at >= ${placeholder(n - 1)} AND at < ${placeholder(n)})`;
+    const key = keyId === undefined ? '' : `key_id = ${placeholder(params.push(keyId))} AND `;
+    const step = placeholder(params.push(span.stepMs));
+    const from = placeholder(params.push(span.from));
+    const to = placeholder(params.push(span.to));
+    return `(${key}step_ms = ${step} AND at >= ${from} AND at < ${to})`;
   });
   return { sql: parts.length === 0 ? 'false' : `(${parts.join(' OR ')})`, params };
 }
@@ -310,16 +317,9 @@ export function summaryReads(
   placeholder: (i: number) => string,
 ): { sql: string; params: (string | number)[] }[] {
   const sums = summedSql(dialect);
-  const where = spansWhere(spans, placeholder);
-  const filter = keyId === undefined ? '' : ` AND key_id = ${placeholder(where.params.length + 1)}`;
-  const params: (string | number)[] = keyId === undefined ? where.params : [...where.params, keyId];
-  // One key's rows: SQLite would rather range over every key's rows of the spans; its index on
-  // the key reads only that key's (a month of a busy key: 200 ms → a few).
-  const table =
-    keyId !== undefined && dialect === 'sqlite'
-      ? 'usage_rollups INDEXED BY usage_rollups_key'
-      : 'usage_rollups';
-  const from = `FROM ${table} WHERE ${where.sql}${filter}`;
+  const where = spansWhere(spans, placeholder, keyId);
+  const params = where.params;
+  const from = `FROM usage_rollups WHERE ${where.sql}`;
   const totals =
     keyId === undefined
       ? `SELECT ${summedSql(dialect, 'usage_totals')} FROM usage_totals WHERE ${where.sql}`
