@@ -134,8 +134,32 @@ export function addRecordSql(dialect: Dialect, table: RollupTableName, r: string
 }
 
 /**
- * Fold usage records `id >= from AND id < until` into `table`, summed first: the upgrade of a
- * database that has records from before the rollups (README.md#usage-at-any-volume).
+ * Sum rows of `source` (usage records, aliased `r`, each counted `sign` times) into `table`, one
+ * upsert a row, in the order of the table's key: the upgrade's fold, and PostgreSQL's batches.
+ */
+function sumIntoSql(
+  dialect: Dialect,
+  table: RollupTableName,
+  source: string,
+  where: string,
+  sign: string,
+): string {
+  const dims = DIMENSIONS[table].map((c) => c.value(dialect, 'r'));
+  const sums = SUMMED[table].map((c) => `SUM(${sign} * ${c.value(dialect, 'r')})`);
+  // Day rows first, as every writer takes them (README.md#usage-at-any-volume).
+  const order = dims.map((d, i) => (i === 0 ? `${d} DESC` : d));
+  return `INSERT INTO ${table} (${columnList(table)})
+    SELECT ${[...dims, ...sums].join(', ')}
+    FROM ${source} r, ${STEPS_SQL}
+    WHERE ${where}
+    GROUP BY ${dims.join(', ')}
+    ORDER BY ${order.join(', ')}
+    ${upsertTail(table)}`;
+}
+
+/**
+ * Fold usage records `id >= from AND id < until` into the rollups, summed first: the upgrade of
+ * a database that has records from before the rollups (README.md#usage-at-any-volume).
  */
 export function foldRecordsSql(
   dialect: Dialect,
@@ -143,16 +167,21 @@ export function foldRecordsSql(
   from: string,
   until: string,
 ): string {
-  const dims = DIMENSIONS[table].map((c) => c.value(dialect, 'r'));
-  const sums = SUMMED[table].map((c) => `SUM(${c.value(dialect, 'r')})`);
-  return `INSERT INTO ${table} (${columnList(table)})
-    SELECT ${[...dims, ...sums].join(', ')}
-    FROM usage_records r, ${STEPS_SQL}
-    WHERE r.id >= ${from} AND r.id < ${until}
-    GROUP BY ${dims.join(', ')}
-    ORDER BY ${dims.join(', ')}
-    ${upsertTail(table)}`;
+  return sumIntoSql(dialect, table, 'usage_records', `r.id >= ${from} AND r.id < ${until}`, '1');
 }
+
+/**
+ * PostgreSQL's batches: the records a `dg_apply` wrote (and the ones it voided, taken away) wait
+ * in a temporary table, `dg_pending_rollups`, with their sign; at the end of the batch they are
+ * summed into each rollup row once (README.md#usage-at-any-volume).
+ */
+export function pendingRollupsSql(table: RollupTableName): string {
+  return sumIntoSql('postgres', table, 'pg_temp.dg_pending_rollups', 'true', 'r.sign');
+}
+
+/** The columns of a usage record the rollups read, for the pending table. */
+export const PENDING_COLUMNS =
+  'key_id, at, route, upstream, cached, status, credits_micro, input_tokens, output_tokens, elapsed_ms';
 
 /**
  * One rollup row's upsert with its values as parameters, in the order of `rollupRowValues`: for a

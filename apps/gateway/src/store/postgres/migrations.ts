@@ -1,9 +1,10 @@
 import { decisionTables } from '../decision-tables.ts';
-import { addRecordSql, rollupTable } from '../rollups.ts';
+import { addRecordSql, PENDING_COLUMNS, pendingRollupsSql, rollupTable } from '../rollups.ts';
 
 /**
  * `dg_apply`: many reserve, settle and release steps in one statement (migration 4); from migration
- * 6 on, a settle or a release that carries its decision keeps it too. Written once for both.
+ * 6 on, a settle or a release that carries its decision keeps it too, and the batch's usage records
+ * are summed into the rollups once per row at its end. Written once for both.
  */
 function dgApply(keepsDecisions: boolean): string {
   return `      ${keepsDecisions ? 'CREATE OR REPLACE' : 'CREATE'} FUNCTION dg_apply(p_steps jsonb)
@@ -13,7 +14,7 @@ function dgApply(keepsDecisions: boolean): string {
         v_step jsonb;
         v_i integer;
         v_r record;
-      BEGIN
+      BEGIN${keepsDecisions ? '\n        PERFORM dg_begin_rollups();' : ''}
         PERFORM 1 FROM api_keys k
         WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s)
         ORDER BY k.id FOR UPDATE;
@@ -42,7 +43,7 @@ function dgApply(keepsDecisions: boolean): string {
           ELSE
             RAISE EXCEPTION 'dg_apply: unknown step %', v_step->>'op';
           END IF;
-        END LOOP;
+        END LOOP;${keepsDecisions ? '\n        PERFORM dg_flush_rollups();' : ''}
       END
       $fn$;
 `;
@@ -559,12 +560,47 @@ ${dgApply(false)}    `,
       INSERT INTO usage_rollup_backfill (id, next_id, last_id)
         SELECT 1, COALESCE(MIN(id), 1), COALESCE(MAX(id), 0) FROM usage_records;
 
+      -- A batch of dg_apply sums its records once per rollup row (dg_flush_rollups): while it
+      -- runs (dg.batch on) the trigger only notes each record, with its sign, in a temporary table.
+      CREATE FUNCTION dg_begin_rollups() RETURNS void LANGUAGE plpgsql AS $fn$
+      BEGIN
+        CREATE TEMP TABLE IF NOT EXISTS dg_pending_rollups (
+          key_id text, at bigint, route text, upstream text, cached boolean, status integer,
+          credits_micro bigint, input_tokens integer, output_tokens integer, elapsed_ms integer, sign integer
+        ) ON COMMIT DELETE ROWS;
+        PERFORM set_config('dg.batch', 'on', true);
+      END
+      $fn$;
+      CREATE FUNCTION dg_flush_rollups() RETURNS void LANGUAGE plpgsql AS $fn$
+      BEGIN
+        ${pendingRollupsSql('usage_totals')};
+        ${pendingRollupsSql('usage_rollups')};
+        DELETE FROM pg_temp.dg_pending_rollups;
+        PERFORM set_config('dg.batch', 'off', true);
+      END
+      $fn$;
+
       CREATE FUNCTION dg_rollup_record() RETURNS trigger LANGUAGE plpgsql AS $fn$
       BEGIN
         IF TG_OP = 'UPDATE' THEN
           IF EXISTS (SELECT 1 FROM usage_rollup_backfill b WHERE OLD.id BETWEEN b.next_id AND b.last_id) THEN
             RETURN NULL;
           END IF;
+        END IF;
+        IF current_setting('dg.batch', true) = 'on' THEN
+          IF TG_OP = 'UPDATE' THEN
+            INSERT INTO pg_temp.dg_pending_rollups
+            SELECT ${PENDING_COLUMNS.split(', ')
+              .map((c) => `OLD.${c}`)
+              .join(', ')}, -1;
+          END IF;
+          INSERT INTO pg_temp.dg_pending_rollups
+          SELECT ${PENDING_COLUMNS.split(', ')
+            .map((c) => `NEW.${c}`)
+            .join(', ')}, 1;
+          RETURN NULL;
+        END IF;
+        IF TG_OP = 'UPDATE' THEN
           ${addRecordSql('postgres', 'usage_totals', 'OLD', -1)};
           ${addRecordSql('postgres', 'usage_rollups', 'OLD', -1)};
         END IF;
