@@ -172,11 +172,11 @@ export function foldRecordsSql(
 
 /**
  * PostgreSQL's batches: the records a `dg_apply` wrote (and the ones it voided, taken away) wait
- * in a temporary table, `dg_pending_rollups`, with their sign; at the end of the batch they are
- * summed into each rollup row once (README.md#usage-at-any-volume).
+ * in `dg_pending_rollups` with their sign and transaction; at the end of the batch they are summed
+ * into each rollup row once (README.md#usage-at-any-volume).
  */
 export function pendingRollupsSql(table: RollupTableName): string {
-  return sumIntoSql('postgres', table, 'pg_temp.dg_pending_rollups', 'true', 'r.sign');
+  return sumIntoSql('postgres', table, 'dg_pending_rollups', 'r.tx = txid_current()', 'r.sign');
 }
 
 /** The columns of a usage record the rollups read, for the pending table. */

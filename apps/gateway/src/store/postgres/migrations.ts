@@ -14,7 +14,7 @@ function dgApply(keepsDecisions: boolean): string {
         v_step jsonb;
         v_i integer;
         v_r record;
-      BEGIN${keepsDecisions ? '\n        PERFORM dg_begin_rollups();' : ''}
+      BEGIN${keepsDecisions ? "\n        PERFORM set_config('dg.batch', 'on', true);" : ''}
         PERFORM 1 FROM api_keys k
         WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s)
         ORDER BY k.id FOR UPDATE;
@@ -561,21 +561,19 @@ ${dgApply(false)}    `,
         SELECT 1, COALESCE(MIN(id), 1), COALESCE(MAX(id), 0) FROM usage_records;
 
       -- A batch of dg_apply sums its records once per rollup row (dg_flush_rollups): while it
-      -- runs (dg.batch on) the trigger only notes each record, with its sign, in a temporary table.
-      CREATE FUNCTION dg_begin_rollups() RETURNS void LANGUAGE plpgsql AS $fn$
-      BEGIN
-        CREATE TEMP TABLE IF NOT EXISTS dg_pending_rollups (
-          key_id text, at bigint, route text, upstream text, cached boolean, status integer,
-          credits_micro bigint, input_tokens integer, output_tokens integer, elapsed_ms integer, sign integer
-        ) ON COMMIT DELETE ROWS;
-        PERFORM set_config('dg.batch', 'on', true);
-      END
-      $fn$;
+      -- runs (dg.batch on) the trigger only notes each record, with its sign and its transaction,
+      -- in dg_pending_rollups. Its rows live within their transaction, so it needs no WAL (UNLOGGED).
+      CREATE UNLOGGED TABLE dg_pending_rollups (
+        tx bigint NOT NULL DEFAULT txid_current(),
+        key_id text, at bigint, route text, upstream text, cached boolean, status integer,
+        credits_micro bigint, input_tokens integer, output_tokens integer, elapsed_ms integer, sign integer
+      );
+      CREATE INDEX dg_pending_rollups_tx ON dg_pending_rollups (tx);
       CREATE FUNCTION dg_flush_rollups() RETURNS void LANGUAGE plpgsql AS $fn$
       BEGIN
         ${pendingRollupsSql('usage_totals')};
         ${pendingRollupsSql('usage_rollups')};
-        DELETE FROM pg_temp.dg_pending_rollups;
+        DELETE FROM dg_pending_rollups WHERE tx = txid_current();
         PERFORM set_config('dg.batch', 'off', true);
       END
       $fn$;
@@ -589,12 +587,12 @@ ${dgApply(false)}    `,
         END IF;
         IF current_setting('dg.batch', true) = 'on' THEN
           IF TG_OP = 'UPDATE' THEN
-            INSERT INTO pg_temp.dg_pending_rollups
+            INSERT INTO dg_pending_rollups (${PENDING_COLUMNS}, sign)
             SELECT ${PENDING_COLUMNS.split(', ')
               .map((c) => `OLD.${c}`)
               .join(', ')}, -1;
           END IF;
-          INSERT INTO pg_temp.dg_pending_rollups
+          INSERT INTO dg_pending_rollups (${PENDING_COLUMNS}, sign)
           SELECT ${PENDING_COLUMNS.split(', ')
             .map((c) => `NEW.${c}`)
             .join(', ')}, 1;
