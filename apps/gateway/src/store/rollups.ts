@@ -111,6 +111,23 @@ export function rollupTable(dialect: Dialect, table: RollupTableName): string {
     }`;
 }
 
+/**
+ * Both rollup tables, and the upgrade's progress: the records already here when the rollups
+ * arrive, from next_id to last_id, still to be folded into them (usage/maintenance.ts).
+ */
+export function rollupSchema(dialect: Dialect): string {
+  const big = dialect === 'postgres' ? 'bigint' : 'INTEGER';
+  return `${rollupTable(dialect, 'usage_rollups')}
+    ${rollupTable(dialect, 'usage_totals')}
+    CREATE TABLE usage_rollup_backfill (
+      id integer PRIMARY KEY CHECK (id = 1),
+      next_id ${big} NOT NULL,
+      last_id ${big} NOT NULL
+    );
+    INSERT INTO usage_rollup_backfill (id, next_id, last_id)
+      SELECT 1, COALESCE(MIN(id), 1), COALESCE(MAX(id), 0) FROM usage_records;`;
+}
+
 /** The three resolutions of a record, day first: the order every writer takes the rows in. */
 const STEPS_SQL = `(SELECT ${ROLLUP_STEPS_MS.day} AS ms UNION ALL SELECT ${ROLLUP_STEPS_MS.hour} UNION ALL SELECT ${ROLLUP_STEPS_MS.minute}) s`;
 

@@ -1,5 +1,5 @@
 import { decisionTables } from '../decision-tables.ts';
-import { addRecordSql, PENDING_COLUMNS, pendingRollupsSql, rollupTable } from '../rollups.ts';
+import { addRecordSql, PENDING_COLUMNS, pendingRollupsSql, rollupSchema } from '../rollups.ts';
 
 /**
  * `dg_apply`: many reserve, settle and release steps in one statement (migration 4); from migration
@@ -542,23 +542,16 @@ ${dgApply(false)}    `,
   {
     version: 5,
     name: 'usage rollups, written with each record',
-    // The rollups of README.md#usage-at-any-volume. A trigger adds each record in the statement that
-    // writes it (inside dg_apply, under its key's row lock), so every instance counts every record
-    // exactly once. All keys share the rows of usage_totals: every writer takes them day, hour,
-    // minute, so writers on other keys queue there rather than deadlock. Records already here are
+    // The rollups of README.md#usage-at-any-volume. A trigger catches each record in the transaction
+    // that writes it: inside dg_apply it notes it for the batch, summed once per row at the batch's
+    // end (dg_flush_rollups); elsewhere it upserts its rows itself. So every instance counts every
+    // record exactly once. All keys share the rows of usage_totals: every writer takes them day,
+    // hour, minute, so writers on other keys queue there rather than deadlock. Records already here are
     // folded in the background (usage/maintenance.ts) from next_id to last_id, a batch per
     // transaction that also moves next_id under its row lock; a record changed before it is
     // folded is left to the fold.
     sql: `
-      ${rollupTable('postgres', 'usage_rollups')}
-      ${rollupTable('postgres', 'usage_totals')}
-      CREATE TABLE usage_rollup_backfill (
-        id integer PRIMARY KEY CHECK (id = 1),
-        next_id bigint NOT NULL,
-        last_id bigint NOT NULL
-      );
-      INSERT INTO usage_rollup_backfill (id, next_id, last_id)
-        SELECT 1, COALESCE(MIN(id), 1), COALESCE(MAX(id), 0) FROM usage_records;
+      ${rollupSchema('postgres')}
 
       -- A batch of dg_apply sums its records once per rollup row (dg_flush_rollups): while it
       -- runs (dg.batch on) the trigger only notes each record, with its sign and its transaction,

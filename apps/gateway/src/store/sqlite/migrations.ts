@@ -1,5 +1,5 @@
 import { decisionTables } from '../decision-tables.ts';
-import { rollupTable } from '../rollups.ts';
+import { rollupSchema } from '../rollups.ts';
 
 /**
  * Versioned schema changes, applied in order at start inside one transaction each. Never edit a
@@ -122,15 +122,7 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     // next_id to last_id, a batch per transaction that also moves next_id, so each is counted once.
     // A record changed before it is folded (a release voiding a settle) is left to the fold.
     sql: `
-      ${rollupTable('sqlite', 'usage_rollups')}
-      ${rollupTable('sqlite', 'usage_totals')}
-      CREATE TABLE usage_rollup_backfill (
-        id INTEGER PRIMARY KEY CHECK (id = 1),
-        next_id INTEGER NOT NULL,
-        last_id INTEGER NOT NULL
-      );
-      INSERT INTO usage_rollup_backfill (id, next_id, last_id)
-        SELECT 1, COALESCE(MIN(id), 1), COALESCE(MAX(id), 0) FROM usage_records;
+      ${rollupSchema('sqlite')}
     `,
   },
   {
