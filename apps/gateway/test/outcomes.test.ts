@@ -1,5 +1,14 @@
 import type { AppRouter } from '@decision-gateway/api';
 import { createTRPCClient, httpBatchLink, type TRPCClientError } from '@trpc/client';
+import type {
+  ChoiceResponse,
+  NoulResponse,
+  Question,
+  Questions,
+  ScoreResponse,
+  SystemOneResult,
+} from '@typesafe-ai/sdk';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryCache } from '../src/cache/memory-cache.ts';
 import {
@@ -43,12 +52,16 @@ const truthOf = (i: number) => ({
   refund: i % 2 === 0,
 });
 
-/** A native System One answer from scripted distributions. */
-function answerWith(request: SeenRequest, d: { billing: number; urgency: number[]; refund: number }) {
-  const answers: Record<string, unknown> = {};
-  for (const [id, q] of Object.entries<{ type: string; criteria: Record<string, unknown> }>(
-    request.body.questions,
-  )) {
+/**
+ * A native System One answer from scripted distributions, typed by the official SDK's own
+ * `SystemOneResult`: the peer's published format, not this gateway's schemas.
+ */
+function answerWith(
+  request: SeenRequest,
+  d: { billing: number; urgency: number[]; refund: number },
+): SystemOneResult<Questions> {
+  const answers: Record<string, ChoiceResponse | ScoreResponse | NoulResponse> = {};
+  for (const [id, q] of Object.entries<Question>(request.body.questions)) {
     if (q.type === 'noul') answers[id] = { type: 'noul', noul: d.refund };
     if (q.type === 'choice') {
       // The first label (billing) gets d.billing, the second the rest.
@@ -69,7 +82,11 @@ function answerWith(request: SeenRequest, d: { billing: number; urgency: number[
         probabilities: Object.fromEntries(d.urgency.map((p, k) => [String(k), p])),
       };
   }
-  return { model: request.body.model, answers, usage: { input_tokens: 100, output_tokens: 0 } };
+  return {
+    model: request.body.model,
+    answers,
+    usage: { input_tokens: 100, output_tokens: 0 },
+  } as SystemOneResult<Questions>;
 }
 
 const question = {
@@ -372,10 +389,10 @@ routes:
   });
 
   it('takes an OpenAI-door decision’s truths by name or #i, choice values with their type', async () => {
-    const sent = await post(
-      gw.url,
-      '/openai/v1/decisions',
-      {
+    // Asked with the official OpenAI SDK, as its callers do; the request id is in its headers.
+    const client = new OpenAI({ apiKey: key, baseURL: `${gw.url}/openai/v1`, maxRetries: 0 });
+    const { response } = await client.decisions
+      .create({
         model: 'vendor/model-1.13',
         input: 'case 0: I was charged twice.',
         questions: [
@@ -386,11 +403,10 @@ routes:
           },
           { type: 'predicate', name: 'refund', instructions: 'Is a refund asked for?' },
         ],
-      },
-      bearer(key),
-    );
-    expect(sent.status).toBe(200);
-    const requestId = sent.headers.get('x-request-id') as string;
+      })
+      .withResponse();
+    expect(response.status).toBe(200);
+    const requestId = response.headers.get('x-request-id') as string;
     const typed = await post(
       gw.url,
       '/v1/outcomes',

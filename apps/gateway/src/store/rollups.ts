@@ -1,4 +1,4 @@
-import { LATENCY_BOUNDS_MS } from '../usage/histogram.ts';
+import { LATENCY_BOUNDS_MS, latencyBucket } from '../usage/histogram.ts';
 import type { SummaryRows } from './store.ts';
 
 /**
@@ -233,10 +233,8 @@ export function rollupRowValues(
   record: RecordForRollup,
   sign: 1 | -1,
 ): { table: RollupTableName; key: string; dims: (string | number)[]; sums: number[] }[] {
-  const bucket = LATENCY_BOUNDS_MS.findIndex((bound) => record.elapsedMs <= bound);
-  const latency = LATENCY_COLUMNS.map((_, i) =>
-    i === (bucket === -1 ? LATENCY_BOUNDS_MS.length : bucket) ? sign : 0,
-  );
+  const bucket = latencyBucket(record.elapsedMs);
+  const latency = LATENCY_COLUMNS.map((_, i) => (i === bucket ? sign : 0));
   const counts = [
     sign,
     record.status !== 200 ? sign : 0,
