@@ -123,4 +123,61 @@ describe('loadConfig', () => {
     expect(loaded.ok).toBe(false);
     if (!loaded.ok) expect(loaded.problems.join('\n')).toContain(problem);
   });
+
+  describe('tracing (README.md#tracing)', () => {
+    const tracing = (env: Record<string, string>) => {
+      const loaded = loadConfig(env);
+      if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
+      return loaded.config.tracing;
+    };
+
+    it('is off unless OpenTelemetry’s variables ask for an OTLP exporter', () => {
+      expect(tracing({})).toBeUndefined();
+      expect(tracing({ OTEL_SERVICE_NAME: 'x', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })).toBeUndefined();
+      expect(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toEqual({
+        serviceName: 'decision-gateway',
+      });
+      expect(tracing({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces' })).toBeDefined();
+      expect(tracing({ OTEL_TRACES_EXPORTER: 'otlp' })).toBeDefined();
+      expect(
+        tracing({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }),
+      ).toBeUndefined();
+      expect(
+        tracing({ OTEL_SDK_DISABLED: 'TRUE', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }),
+      ).toBeUndefined();
+      expect(tracing({ OTEL_SDK_DISABLED: 'false', OTEL_TRACES_EXPORTER: 'otlp' })).toBeDefined();
+    });
+
+    it('leaves the service name to OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES when they give one', () => {
+      const on = { OTEL_TRACES_EXPORTER: 'otlp' };
+      expect(tracing({ ...on, OTEL_SERVICE_NAME: 'triage' })).toEqual({ serviceName: undefined });
+      expect(tracing({ ...on, OTEL_RESOURCE_ATTRIBUTES: 'team=a, service.name=triage' })).toEqual({
+        serviceName: undefined,
+      });
+      expect(tracing({ ...on, OTEL_RESOURCE_ATTRIBUTES: 'service.namespace=ai' })).toEqual({
+        serviceName: 'decision-gateway',
+      });
+    });
+
+    it('stops the start on a value the SDK would silently replace', () => {
+      const loaded = loadConfig({
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'json',
+        OTEL_TRACES_EXPORTER: 'otlp,console',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+        OTEL_TRACES_SAMPLER: 'sometimes',
+        OTEL_TRACES_SAMPLER_ARG: '1.5',
+      });
+      expect(loaded.ok).toBe(false);
+      if (loaded.ok) return;
+      expect(loaded.problems).toEqual([
+        'OTEL_TRACES_EXPORTER.1: must be otlp or none (the gateway exports OTLP)',
+        'OTEL_EXPORTER_OTLP_ENDPOINT: must be an http(s) URL',
+        'OTEL_EXPORTER_OTLP_PROTOCOL: must be http/protobuf or http/json',
+        'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: must be http/protobuf or http/json',
+        'OTEL_TRACES_SAMPLER: must be one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio',
+        'OTEL_TRACES_SAMPLER_ARG: must be a ratio from 0 to 1',
+      ]);
+    });
+  });
 });

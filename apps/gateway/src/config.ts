@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { Origin } from '@decision-gateway/contract';
 import { z } from 'zod';
 import { type GatewaySetup, loadGatewayFile, singleUpstreamSetup } from './gateway-config.ts';
+import type { TracingSettings } from './telemetry/start-tracing.ts';
 import {
   UPSTREAM_DEFAULTS,
   UPSTREAM_KIND_NAMES,
@@ -41,6 +42,21 @@ const rate = (fallback: number) =>
 
 const emptyAsUndefined = (value: unknown) => (value === '' ? undefined : value);
 
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+
+/** OTLP over HTTP, in protobuf (the default) or JSON. */
+const otlpProtocol = z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json' });
+
+/** The samplers of OpenTelemetry's OTEL_TRACES_SAMPLER (default parentbased_always_on). */
+const SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+
 /** The connection timeouts (README.md#configuration): the environment's defaults and the server's are these. */
 export const TIMEOUT_DEFAULTS = { requestMs: 30_000, shutdownMs: 30_000 } as const;
 
@@ -75,7 +91,7 @@ export const ConfigSchema = z
     UPSTREAM: z
       .enum(UPSTREAM_KIND_NAMES, { error: `must be one of ${UPSTREAM_KIND_NAMES.join(', ')}` })
       .default('lexical'),
-    UPSTREAM_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+    UPSTREAM_BASE_URL: httpUrl.optional(),
     UPSTREAM_API_KEY: z.string().optional(),
     UPSTREAM_MODEL: z.string().min(1).optional(),
     UPSTREAM_TIMEOUT_MS: integer(UPSTREAM_DEFAULTS.timeoutMs, 1, 600_000),
@@ -114,6 +130,26 @@ export const ConfigSchema = z
         error: 'must be fatal, error, warn, info, debug, trace or silent',
       })
       .default('info'),
+    // OpenTelemetry's own variables (README.md#tracing): judged here so that a mistyped value stops
+    // the start with a message instead of the SDK's silent fallback; the SDK then reads them itself.
+    OTEL_SDK_DISABLED: z.string().optional(),
+    OTEL_TRACES_EXPORTER: z
+      .string()
+      .transform((text) => text.split(',').map((name) => name.trim()))
+      .pipe(z.array(z.enum(['otlp', 'none'], { error: 'must be otlp or none (the gateway exports OTLP)' })))
+      .optional(),
+    OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl.optional(),
+    OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol.optional(),
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol.optional(),
+    OTEL_TRACES_SAMPLER: z.enum(SAMPLERS, { error: `must be one of ${SAMPLERS.join(', ')}` }).optional(),
+    OTEL_TRACES_SAMPLER_ARG: z
+      .string()
+      .trim()
+      .regex(/^(0(\.\d+)?|1(\.0+)?)$/, { error: 'must be a ratio from 0 to 1' })
+      .optional(),
+    OTEL_SERVICE_NAME: z.string().optional(),
+    OTEL_RESOURCE_ATTRIBUTES: z.string().optional(),
   })
   .superRefine((env, ctx) => {
     for (const name of UPSTREAM_KINDS[env.UPSTREAM].requiredEnv) {
@@ -142,7 +178,32 @@ export const ConfigSchema = z
     corsOrigins: env.CORS_ORIGINS,
     upstreamMaxBodyBytes: env.UPSTREAM_MAX_BODY_BYTES,
     retention: { usageDays: env.USAGE_RETENTION_DAYS, decisionDays: env.DECISION_RETENTION_DAYS },
+    tracing: tracingOf(env),
   }));
+
+/**
+ * Tracing is on when OpenTelemetry's variables ask for an OTLP exporter: an endpoint, or
+ * OTEL_TRACES_EXPORTER=otlp; OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none keep it off.
+ */
+function tracingOf(env: {
+  OTEL_SDK_DISABLED?: string | undefined;
+  OTEL_TRACES_EXPORTER?: string[] | undefined;
+  OTEL_EXPORTER_OTLP_ENDPOINT?: string | undefined;
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string | undefined;
+  OTEL_SERVICE_NAME?: string | undefined;
+  OTEL_RESOURCE_ATTRIBUTES?: string | undefined;
+}): TracingSettings | undefined {
+  // As the SDK reads a boolean: "true", whatever its case.
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
+  const exporters = env.OTEL_TRACES_EXPORTER;
+  if (exporters?.includes('none')) return undefined;
+  const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  if (endpoint === undefined && !exporters?.includes('otlp')) return undefined;
+  const named =
+    env.OTEL_SERVICE_NAME !== undefined ||
+    /(^|,)\s*service\.name\s*=/.test(env.OTEL_RESOURCE_ATTRIBUTES ?? '');
+  return { serviceName: named ? undefined : 'decision-gateway' };
+}
 
 export type Config = z.output<typeof ConfigSchema> & {
   /** Upstreams and routes: from GATEWAY_CONFIG's file, or the UPSTREAM* variables. */

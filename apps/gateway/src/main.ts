@@ -2,6 +2,7 @@ import { openGateway } from './app.ts';
 import { ensureBootstrapKey } from './bootstrap.ts';
 import { loadConfig, loadDotEnv, withoutPassword } from './config.ts';
 import { createLogger } from './logger.ts';
+import { startTracing } from './telemetry/start-tracing.ts';
 
 loadDotEnv();
 const loaded = loadConfig(process.env);
@@ -11,6 +12,7 @@ if (!loaded.ok) {
 }
 const config = loaded.config;
 const logger = createLogger(config.logLevel);
+const tracing = config.tracing && startTracing(config.tracing, logger);
 const opened = await openGateway(config, logger).catch((error: Error) => {
   logger.fatal({ err: error }, 'the database could not be opened');
   process.exit(1);
@@ -51,6 +53,7 @@ logger.info(
     database: config.database.kind === 'sqlite' ? config.database.path : withoutPassword(config.database.url),
     redis: config.redis !== undefined,
     admin: config.adminToken !== undefined,
+    tracing: tracing !== undefined,
   },
   'gateway listening',
 );
@@ -68,6 +71,7 @@ async function shutdown(signal: string) {
     // every reservation still held is released (README.md#timeouts-and-what-sigterm-guarantees).
     await gateway.drain();
     await opened.close();
+    await tracing?.shutdown();
     logger.info('stopped');
     await new Promise<void>((resolve) => logger.flush(() => resolve()));
     process.exit(0);

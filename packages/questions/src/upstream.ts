@@ -16,6 +16,11 @@ export interface UpstreamCall {
   deadlineAt: number;
   /** The request as an OpenAI-door caller wrote it: an `openai-decisions` upstream is sent exactly that. */
   original?: OpenAiOriginal;
+  /**
+   * Where the trace of this call continues, while the gateway traces (README.md#tracing): opaque
+   * to upstreams, handed on to the HTTP client with the call.
+   */
+  trace?: unknown;
 }
 
 /**

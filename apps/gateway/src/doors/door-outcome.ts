@@ -1,10 +1,18 @@
-import type { EvaluationLog } from '../core/evaluation/index.ts';
+import type { EvaluationLog, EvaluationOutcome, ResponseMeta } from '../core/evaluation/index.ts';
 
 /** One evaluation a request ran: a tRPC batch runs several, each with its own request id. */
 export interface EvaluationReport {
   requestId: string;
   code: number;
   log: EvaluationLog;
+  /** What its response headers said (route, cache, credits). */
+  meta: ResponseMeta;
+}
+
+/** The report of an evaluation, for the request's log line, metrics and trace. */
+export function reportOf(requestId: string, outcome: EvaluationOutcome): EvaluationReport {
+  const code = outcome.ok ? 0 : outcome.failure.code;
+  return { requestId, code, log: outcome.log, meta: outcome.meta };
 }
 
 /**

@@ -10,6 +10,7 @@ import type { Dialect, Evaluate, ResponseMeta } from '../core/evaluation/index.t
 import type { CallerActions } from './caller-actions.ts';
 import { cors, originOf } from './cors.ts';
 import { type DoorOptions, door, sendFailure } from './door.ts';
+import { reportOf } from './door-outcome.ts';
 import { rawEvaluationCall, readRawBodies } from './read-body.ts';
 import { metaHeaders } from './response-meta.ts';
 
@@ -58,8 +59,8 @@ export async function openAiDoor(app: FastifyInstance, opts: OpenAiDoorOptions) 
 
   app.post('/decisions', async (request, reply) => {
     const outcome = await opts.evaluate({ ...rawEvaluationCall(request), dialect: OPENAI_DIALECT });
-    const code = outcome.ok ? 0 : outcome.failure.code;
-    request.outcome = { code, evaluations: [{ requestId: request.id, code, log: outcome.log }] };
+    const report = reportOf(request.id, outcome);
+    request.outcome = { code: report.code, evaluations: [report] };
     if (!outcome.ok) return sendFailure(reply.headers(metaHeaders(outcome.meta)), outcome.failure, 'openai');
     const { result } = outcome.data;
     const original = outcome.original;

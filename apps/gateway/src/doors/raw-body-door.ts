@@ -11,6 +11,7 @@ import { isJsonMediaType } from '../core/media-type.ts';
 import type { CallerActions } from './caller-actions.ts';
 import { cors, originOf } from './cors.ts';
 import { type DoorName, type DoorOptions, door, sendFailure } from './door.ts';
+import { reportOf } from './door-outcome.ts';
 import { successBody } from './envelope.ts';
 import { rawEvaluationCall, readRawBodies, sentContentType } from './read-body.ts';
 import { metaHeaders } from './response-meta.ts';
@@ -72,12 +73,8 @@ function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers, callerActio
 
     app.post('/v1/systemone', async (request, reply) => {
       const outcome = await opts.evaluate(rawEvaluationCall(request));
-      request.outcome = {
-        code: outcome.ok ? 0 : outcome.failure.code,
-        evaluations: [
-          { requestId: request.id, code: outcome.ok ? 0 : outcome.failure.code, log: outcome.log },
-        ],
-      };
+      const report = reportOf(request.id, outcome);
+      request.outcome = { code: report.code, evaluations: [report] };
       if (!outcome.ok) return sendFailure(reply.headers(metaHeaders(outcome.meta)), outcome.failure, name);
       return succeed(reply, evaluated(outcome.data), outcome.meta);
     });

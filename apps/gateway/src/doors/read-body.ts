@@ -43,6 +43,7 @@ export function rawEvaluationCall(request: FastifyRequest): EvaluationCall {
     cacheControl: cacheControlHeader(request),
     origin: originOf(request),
     body: { kind: 'bytes', bytes: request.body as Buffer | undefined, contentType: sentContentType(request) },
+    trace: request.traceParent,
   };
 }
 

@@ -18,10 +18,12 @@ import { fastifyRequestHandler } from '@trpc/server/adapters/fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Evaluate, ResponseMeta } from '../core/evaluation/index.ts';
 import { storeTroubleFailure } from '../core/store-trouble.ts';
+import { traceOperation } from '../telemetry/request-spans.ts';
+import type { TraceParent } from '../telemetry/spans.ts';
 import type { CallerActions } from './caller-actions.ts';
 import { cors, originOf } from './cors.ts';
 import { type DoorOptions, door } from './door.ts';
-import type { EvaluationReport } from './door-outcome.ts';
+import { type EvaluationReport, reportOf } from './door-outcome.ts';
 import { retryAfterSeconds } from './envelope.ts';
 import {
   cacheControlHeader,
@@ -89,58 +91,80 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
         return { ok: false, failure: unavailable, requestId };
       }
     };
+    /**
+     * One operation: its request id (`<id>_<index>` in a batch), and in a batch its own span, the
+     * parent of its evaluation's spans (else the request's).
+     */
+    const operation = <T>(
+      procedure: string,
+      op: { batchIndex: number },
+      run: (requestId: string, trace: TraceParent | undefined) => Promise<OperationResult<T>>,
+    ): Promise<OperationResult<T>> => {
+      if (!batch) return run(request.id, request.traceParent);
+      const requestId = `${request.id}_${op.batchIndex}`;
+      return traceOperation(
+        request.traceParent,
+        procedure,
+        requestId,
+        (inside) => run(requestId, inside),
+        (result) => ({
+          code: result.ok ? 0 : result.failure.code,
+          report: reports.find((report) => report.requestId === requestId),
+        }),
+      );
+    };
     const createContext = async (): Promise<ApiContext> => ({
       requestId: request.id,
-      async evaluate(op): Promise<OperationResult<EvaluationData>> {
-        const requestId = batch ? `${request.id}_${op.batchIndex}` : request.id;
-        const outcome = await opts.evaluate({
-          requestId,
-          startedAt: request.startedAt,
-          authorization: request.headers.authorization,
-          route: routeHeader(request),
-          cacheControl: cacheControlHeader(request),
-          origin: originOf(request),
-          body: {
-            kind: 'lazy',
-            contentType: sentContentType(request),
-            bytes: bytes?.length ?? 0,
-            read: () => readInput(op),
-          },
-        });
-        const code = outcome.ok ? 0 : outcome.failure.code;
-        reports.push({ requestId, code, log: outcome.log });
-        metas.push(outcome.meta);
-        return outcome.ok
-          ? { ok: true, data: outcome.data }
-          : { ok: false, failure: outcome.failure, requestId };
-      },
-      listModels: (op) => {
-        const requestId = batch ? `${request.id}_${op.batchIndex}` : request.id;
-        return storeGuarded(requestId, async () => {
-          const models = await opts.callers.listModels(credentials);
-          return models.ok
-            ? { ok: true, data: models.value }
-            : { ok: false, failure: models.error, requestId };
-        });
-      },
-      createToken: (op) => {
-        const requestId = batch ? `${request.id}_${op.batchIndex}` : request.id;
-        return storeGuarded(requestId, async () => {
-          const minted = await opts.callers.mintToken(credentials, () => readInput(op));
-          return minted.ok
-            ? { ok: true, data: minted.value }
-            : { ok: false, failure: minted.error, requestId };
-        });
-      },
-      recordOutcomes: (op) => {
-        const requestId = batch ? `${request.id}_${op.batchIndex}` : request.id;
-        return storeGuarded(requestId, async () => {
-          const recorded = await opts.callers.recordOutcomes(credentials, () => readInput(op));
-          return recorded.ok
-            ? { ok: true, data: recorded.value }
-            : { ok: false, failure: recorded.error, requestId };
-        });
-      },
+      evaluate: (op) =>
+        operation('evaluate', op, async (requestId, trace): Promise<OperationResult<EvaluationData>> => {
+          const outcome = await opts.evaluate({
+            requestId,
+            trace,
+            startedAt: request.startedAt,
+            authorization: request.headers.authorization,
+            route: routeHeader(request),
+            cacheControl: cacheControlHeader(request),
+            origin: originOf(request),
+            body: {
+              kind: 'lazy',
+              contentType: sentContentType(request),
+              bytes: bytes?.length ?? 0,
+              read: () => readInput(op),
+            },
+          });
+          reports.push(reportOf(requestId, outcome));
+          metas.push(outcome.meta);
+          return outcome.ok
+            ? { ok: true, data: outcome.data }
+            : { ok: false, failure: outcome.failure, requestId };
+        }),
+      listModels: (op) =>
+        operation('models', op, (requestId) =>
+          storeGuarded(requestId, async () => {
+            const models = await opts.callers.listModels(credentials);
+            return models.ok
+              ? { ok: true, data: models.value }
+              : { ok: false, failure: models.error, requestId };
+          }),
+        ),
+      createToken: (op) =>
+        operation('tokens.create', op, (requestId) =>
+          storeGuarded(requestId, async () => {
+            const minted = await opts.callers.mintToken(credentials, () => readInput(op));
+            return minted.ok
+              ? { ok: true, data: minted.value }
+              : { ok: false, failure: minted.error, requestId };
+          }),
+        ),
+      recordOutcomes: (op) =>
+        operation('outcomes.record', op, (requestId) =>
+          storeGuarded(requestId, async () => {
+            const recorded = await opts.callers.recordOutcomes(credentials, () => readInput(op));
+            return recorded.ok
+              ? { ok: true, data: recorded.value }
+              : { ok: false, failure: recorded.error, requestId };
+          }),
+        ),
     });
 
     await fastifyRequestHandler({
@@ -207,9 +231,9 @@ function isPlainEvaluate(request: FastifyRequest<{ Params: { path: string } }>):
 
 async function evaluateFast(request: FastifyRequest, reply: FastifyReply, evaluate: Evaluate) {
   const outcome = await evaluate(rawEvaluationCall(request));
-  const code = outcome.ok ? 0 : outcome.failure.code;
-  const evaluations = [{ requestId: request.id, code, log: outcome.log }];
-  request.outcome = { code, evaluations, route: '/trpc/evaluate' };
+  const report = reportOf(request.id, outcome);
+  const { code } = report;
+  request.outcome = { code, evaluations: [report], route: '/trpc/evaluate' };
   reply.headers({
     'content-type': 'application/json',
     vary: 'trpc-accept, accept',

@@ -13,6 +13,8 @@ import { trpcDoor } from '../doors/trpc.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { Store } from '../store/store.ts';
+import { requestTraceIds, traceRequests } from '../telemetry/request-spans.ts';
+import { tracingOn } from '../telemetry/spans.ts';
 import { createConnections, newRequestId } from './connections.ts';
 import { createRouteTable } from './route-table.ts';
 
@@ -59,6 +61,8 @@ export function buildServer(services: GatewayServices): Gateway {
   });
   connections.attach(app);
   const routes = createRouteTable(app);
+  // First, so that a request answered by the hooks below (a drain's 503) has its span too.
+  if (tracingOn()) traceRequests(app, doorOf);
 
   // Outside the doors that read bodies (which set their own parsers), a body is never read: an
   // unknown path or a wrong method is answered 404/405 first, whatever it carries (docs/http-api.md#errors).
@@ -143,6 +147,7 @@ export function buildServer(services: GatewayServices): Gateway {
         labelMass: log?.labelMass,
         reason: log?.reason,
         elapsedMs: Math.round(performance.now() - request.startedAt),
+        ...(request.span && requestTraceIds(request)),
       },
       'request',
     );

@@ -42,6 +42,7 @@ export function createUpstream(
       createUpstreamHttp({
         ...options,
         name,
+        provider: config.kind,
         ...(tuning.maxBodyBytes !== undefined && { maxBodyBytes: tuning.maxBodyBytes }),
         logger,
         ...(tuning.backoff && { backoff: tuning.backoff }),

@@ -15,6 +15,8 @@ import {
   type UpstreamCall,
 } from '@decision-gateway/questions';
 import type { Logger } from 'pino';
+import { ATTR } from '../telemetry/attributes.ts';
+import { asAttempt, inSpan, markFailed, type TraceParent } from '../telemetry/spans.ts';
 import { askInGroups } from './groups.ts';
 
 /** One upstream of a route, with the deadline of each call to it. */
@@ -163,6 +165,7 @@ function merge(result: Combined, later: Answered, name: string): void {
 export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
   const clock = deps.clock ?? Date.now;
   const random = deps.random ?? Math.random;
+  const spanName = `dg.route ${spec.name}`;
   /** How each upstream's answers are checked (may it refuse, how it rounds): made once per upstream. */
   const checks = new Map<Upstream, CheckOptions>();
   const checksFor = (upstream: Upstream): CheckOptions => {
@@ -177,12 +180,25 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
     return options;
   };
 
-  /** One attempt on one upstream, bounded by its timeout and the route's deadline, then checked. */
-  async function attempt(member: RouteMember, call: UpstreamCall, request: EvaluationRequest) {
+  /**
+   * One attempt on one upstream, bounded by its timeout and the route's deadline, then checked.
+   * `tries` counts this request's attempts (`dg.attempt` on the spans of its upstream calls).
+   */
+  async function attempt(
+    member: RouteMember,
+    call: UpstreamCall,
+    request: EvaluationRequest,
+    tries: { count: number },
+    escalation = false,
+  ) {
     const name = member.upstream.name;
     const deadlineAt = Math.min(call.deadlineAt, clock() + member.timeoutMs);
     const started = performance.now();
-    const outcome = await askInGroups(member.upstream, { ...call, request, deadlineAt });
+    tries.count++;
+    const asked: UpstreamCall = { ...call, request, deadlineAt };
+    if (call.trace !== undefined)
+      asked.trace = asAttempt(call.trace as TraceParent, { attempt: tries.count, escalation });
+    const outcome = await askInGroups(member.upstream, asked);
     const seconds = (performance.now() - started) / 1000;
     if (!outcome.ok) {
       deps.events?.called?.(name, 'error', seconds);
@@ -240,6 +256,7 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
 
   async function answer(call: RouteCall): Promise<RouteOutcome> {
     const tried: string[] = [];
+    const tries = { count: 0 };
     const members = order();
     let last: { failure: GatewayFailure; detail?: string } | undefined;
     let first: Answered | undefined;
@@ -249,7 +266,7 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
       // No upstream is started once the deadline has passed.
       if (tried.length > 0 && clock() >= call.deadlineAt) break;
       const name = member.upstream.name;
-      const outcome = await attempt(member, call, call.request);
+      const outcome = await attempt(member, call, call.request, tries);
       if (outcome.ok) {
         first = outcome;
         firstIndex = index;
@@ -286,14 +303,14 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
       ...(first.labelMass !== undefined && { labelMass: first.labelMass }),
       ...(first.usageDetails !== undefined && { usageDetails: first.usageDetails }),
     };
-    if (rule !== undefined && rule.to.upstream.name !== firstName) await escalate(call, rule, result);
+    if (rule !== undefined && rule.to.upstream.name !== firstName) await escalate(call, rule, result, tries);
     // Declined questions the door cannot show: the route's next upstreams, in order, until one answers.
     if (result.refused.length > 0 && !call.showsRefusals) {
       const escalatedTo = rule?.to.upstream.name;
       for (const member of members.slice(firstIndex + 1)) {
         if (result.refused.length === 0 || clock() >= call.deadlineAt) break;
         if (member.upstream.name === escalatedTo && result.answeredBy.includes(escalatedTo)) continue;
-        const again = await attempt(member, call, subset(call.request, result.refused));
+        const again = await attempt(member, call, subset(call.request, result.refused), tries);
         if (again.ok) merge(result, again, member.upstream.name);
       }
       if (result.refused.length > 0) {
@@ -314,7 +331,12 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
    * Exactly the unsure questions, and the declined ones, asked again of the escalation target in
    * one call with the same state. If it fails, the first answers stand.
    */
-  async function escalate(call: RouteCall, rule: Escalation, result: Combined): Promise<void> {
+  async function escalate(
+    call: RouteCall,
+    rule: Escalation,
+    result: Combined,
+    tries: { count: number },
+  ): Promise<void> {
     const ids = [...unsure(result.answers, rule), ...result.refused];
     if (ids.length === 0) return;
     if (clock() >= call.deadlineAt) {
@@ -325,7 +347,7 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
       );
       return;
     }
-    const second = await attempt(rule.to, call, subset(call.request, ids));
+    const second = await attempt(rule.to, call, subset(call.request, ids), tries, true);
     if (!second.ok) {
       deps.events?.escalated?.(spec.name, 'error');
       deps.logger.warn(
@@ -354,6 +376,18 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
         ? bound
         : addUsage(bound, spec.escalate.to.upstream.usageBound(request, bodyBytes));
     },
-    answer,
+    answer: (call) => (call.trace === undefined ? answer(call) : tracedAnswer(call)),
   };
+
+  /** The route's work as one span, `dg.route <name>`, over the spans of its upstream calls. */
+  function tracedAnswer(call: RouteCall): Promise<RouteOutcome> {
+    const parent = call.trace as TraceParent;
+    return inSpan(spanName, parent, { [ATTR.route]: spec.name }, async (span, inside) => {
+      const outcome = await answer({ ...call, trace: inside });
+      if (span === undefined) return outcome;
+      if (outcome.ok) span.setAttribute(ATTR.upstream, outcome.upstream);
+      else markFailed(span, outcome.failure.type);
+      return outcome;
+    });
+  }
 }

@@ -2,6 +2,14 @@ import { EventEmitter } from 'node:events';
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { Logger } from 'pino';
 import { type Dispatcher, Pool } from 'undici';
+import {
+  type ClientSpan,
+  clientSpan,
+  type ResponseFacts,
+  type TraceParent,
+  traceIdsOf,
+  type UpstreamIdentity,
+} from '../telemetry/spans.ts';
 import { nativeErrorReason } from './native-errors.ts';
 import {
   type BackoffOptions,
@@ -13,8 +21,14 @@ import {
 } from './retry-policy.ts';
 
 export interface UpstreamHttpOptions {
-  /** For logs: which upstream this is. */
+  /** For logs and traces: which upstream this is. */
   name: string;
+  /** Its kind, for traces (`gen_ai.provider.name`). */
+  provider: string;
+  /** The model it is asked for, for traces; undefined where the kind has none. */
+  model?: string | undefined;
+  /** What an answer's body says of its model and usage, for traces; read only while tracing. */
+  responseFacts?: ((body: unknown) => ResponseFacts) | undefined;
   baseUrl: string;
   apiKey?: string | undefined;
   maxRetries: number;
@@ -37,6 +51,10 @@ export type HttpResult =
 interface CallContext {
   requestId: string;
   deadlineAt: number;
+  /** How many of the request's questions this call carries (`dg.questions` of its span). */
+  questions: number;
+  /** The upstream call's trace (`UpstreamCall.trace`), handed on by its kind. */
+  trace: unknown;
 }
 
 /** What ended the retry loop without a usable answer. */
@@ -65,11 +83,19 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value;
+  const identity: UpstreamIdentity = {
+    name: options.name,
+    provider: options.provider,
+    model: options.model,
+    address: base.hostname,
+    port: Number(base.port) || (base.protocol === 'https:' ? 443 : 80),
+  };
 
   async function attempt(
     path: string,
     payload: string,
     deadlineAt: number,
+    span: ClientSpan | undefined,
   ): Promise<
     | {
         kind: 'response';
@@ -77,7 +103,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
         headers: Record<string, string | string[] | undefined>;
         text: string;
       }
-    | { kind: 'connection'; reason: string }
+    | { kind: 'connection'; reason: string; code: string | undefined }
     | { kind: 'too_large'; status: number }
     | { kind: 'deadline' }
   > {
@@ -96,7 +122,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
       const response = await pool.request({
         path: basePath + path,
         method: 'POST',
-        headers,
+        headers: span?.headers ?? headers,
         body: payload,
         signal: deadline,
       });
@@ -107,7 +133,8 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
       return { kind: 'response', status: response.statusCode, headers: response.headers, text };
     } catch (error) {
       if (deadline.aborted === true) return { kind: 'deadline' };
-      return { kind: 'connection', reason: (error as Error).message || 'connection failed' };
+      const { message, code } = error as NodeJS.ErrnoException;
+      return { kind: 'connection', reason: message || 'connection failed', code };
     } finally {
       clearTimeout(timer);
     }
@@ -117,50 +144,99 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
     let last: Ending = { kind: 'deadline' };
     for (let n = 0; n <= options.maxRetries; n++) {
       if (Date.now() >= call.deadlineAt) return { kind: 'deadline' };
-      const result = await attempt(path, payload, call.deadlineAt);
-      if (result.kind === 'deadline') return result;
-      if (result.kind === 'too_large')
-        return {
-          kind: 'malformed',
-          status: result.status,
-          reason: `the answer is larger than ${maxBodyBytes} bytes`,
-        };
-      let wait: number | undefined;
-      if (result.kind === 'connection') {
-        last = { kind: 'exhausted', status: undefined, reason: result.reason, retryAfterMs: undefined };
-      } else {
-        const upstreamRequestId = headerValue(result.headers[options.requestIdHeader]);
-        const body = parseJson(result.text);
-        if (result.status >= 200 && result.status < 300) {
-          if (body === undefined)
-            return { kind: 'malformed', status: result.status, reason: 'the body is not JSON' };
-          return { kind: 'answer', status: result.status, body: body.value, upstreamRequestId };
-        }
-        const reason = nativeErrorReason(body?.value) ?? `HTTP ${result.status}`;
-        if (!isRetryableStatus(result.status))
-          return { kind: 'refused', status: result.status, reason, upstreamRequestId };
-        const asked = retryAfterMs(result.headers);
-        last = { kind: 'exhausted', status: result.status, reason, retryAfterMs: asked };
-        wait = asked;
+      // Each HTTP call is its own span, ended before any backoff wait.
+      const span = clientSpan(
+        identity,
+        call.trace as TraceParent | undefined,
+        { retry: n, questions: call.questions },
+        headers,
+      );
+      const result = await attempt(path, payload, call.deadlineAt, span);
+      const judged = judge(result);
+      if (span) endSpan(span, result, judged.ending);
+      if (!judged.retryable) return judged.ending;
+      last = judged.ending;
+      if (result.kind === 'response')
         options.logger.warn(
           {
             requestId: call.requestId,
-            upstreamRequestId,
+            upstreamRequestId: headerValue(result.headers[options.requestIdHeader]),
             upstream: options.name,
             status: result.status,
             attempt: n + 1,
-            reason,
+            reason: (judged.ending as { reason: string }).reason,
+            ...span?.ids,
           },
           'upstream attempt failed',
         );
-      }
       if (n === options.maxRetries) break;
-      const delay = wait ?? backoffMs(n, backoff);
+      const delay = judged.wait ?? backoffMs(n, backoff);
       if (Date.now() + delay >= call.deadlineAt) break; // docs/upstreams.md: never start a wait past the deadline
       options.onRetry?.();
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
     return last;
+  }
+
+  /** What one HTTP call came to, and whether the retry policy tries again (after `wait`, if asked). */
+  function judge(result: Awaited<ReturnType<typeof attempt>>): {
+    ending: Ending;
+    retryable: boolean;
+    wait?: number | undefined;
+  } {
+    switch (result.kind) {
+      case 'deadline':
+        return { ending: result, retryable: false };
+      case 'too_large': {
+        const reason = `the answer is larger than ${maxBodyBytes} bytes`;
+        return { ending: { kind: 'malformed', status: result.status, reason }, retryable: false };
+      }
+      case 'connection': {
+        const ending = {
+          kind: 'exhausted',
+          status: undefined,
+          reason: result.reason,
+          retryAfterMs: undefined,
+        };
+        return { ending: ending as Ending, retryable: true };
+      }
+      case 'response': {
+        const upstreamRequestId = headerValue(result.headers[options.requestIdHeader]);
+        const body = parseJson(result.text);
+        if (result.status >= 200 && result.status < 300) {
+          if (body === undefined)
+            return {
+              ending: { kind: 'malformed', status: result.status, reason: 'the body is not JSON' },
+              retryable: false,
+            };
+          return {
+            ending: { kind: 'answer', status: result.status, body: body.value, upstreamRequestId },
+            retryable: false,
+          };
+        }
+        const reason = nativeErrorReason(body?.value) ?? `HTTP ${result.status}`;
+        if (!isRetryableStatus(result.status))
+          return {
+            ending: { kind: 'refused', status: result.status, reason, upstreamRequestId },
+            retryable: false,
+          };
+        const asked = retryAfterMs(result.headers);
+        return {
+          ending: { kind: 'exhausted', status: result.status, reason, retryAfterMs: asked },
+          retryable: true,
+          wait: asked,
+        };
+      }
+    }
+  }
+
+  /** A call's span told how it ended: its status, the upstream's request id, and what a success's body says. */
+  function endSpan(span: ClientSpan, result: Awaited<ReturnType<typeof attempt>>, ending: Ending): void {
+    if (result.kind === 'response')
+      span.answered(result.status, headerValue(result.headers[options.requestIdHeader]));
+    else if (result.kind === 'too_large') span.answered(result.status, undefined);
+    if (ending.kind === 'answer' && options.responseFacts) span.read(options.responseFacts(ending.body));
+    span.end(spanErrorType(result, ending));
   }
 
   return {
@@ -176,6 +252,8 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
             upstream: options.name,
             code: result.failure.code,
             reason: result.detail,
+            // Under the route's span: the calls' own spans are its children.
+            ...(call.trace !== undefined && traceIdsOf(call.trace as TraceParent)),
           },
           'upstream call failed',
         );
@@ -259,6 +337,15 @@ function toResult(ending: Ending): HttpResult {
         ending.status === undefined ? ending.reason : `HTTP ${ending.status}: ${ending.reason}`,
       );
   }
+}
+
+/** `error.type` of an upstream call's span (OpenTelemetry's HTTP convention: the status, else what failed). */
+function spanErrorType(result: { kind: string; code?: string | undefined; status?: number }, ending: Ending) {
+  if (result.kind === 'deadline') return 'timeout';
+  if (result.kind === 'connection') return result.code ?? 'connection_error';
+  if (result.kind === 'too_large') return 'response_too_large';
+  if (ending.kind === 'answer') return undefined;
+  return ending.kind === 'malformed' ? 'invalid_json' : String(result.status);
 }
 
 /** A failed call. Not a closure inside toResult, which runs on every call: making one each time costs. */

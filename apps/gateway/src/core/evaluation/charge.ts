@@ -66,6 +66,7 @@ async function ask(ctx: EvaluationContext, route: Route, deps: StageDeps): Promi
     deadlineAt: deps.clock() + route.spec.deadlineMs,
   };
   if (ctx.original) call.original = ctx.original;
+  if (ctx.call.trace) call.trace = ctx.call.trace;
   if (ctx.call.dialect?.showsRefusals) call.showsRefusals = true;
   const outcome = await route.answer(call);
   ctx.log.upstreamMs = performance.now() - started;

@@ -2,6 +2,7 @@ import type { Usage } from '@decision-gateway/contract';
 import type { Logger } from 'pino';
 import type { KeptDecision } from '../../store/store.ts';
 import { type Store, StoreUnavailableError, type UsageEntry } from '../../store/store.ts';
+import { inSpan } from '../../telemetry/spans.ts';
 import type { EvaluationContext } from './context.ts';
 
 const NO_USAGE: Usage = { input_tokens: 0, output_tokens: 0 };
@@ -31,7 +32,7 @@ export interface LedgerDeps {
  * The only code that writes credits and usage records: a reservation, a settlement, the record of
  * a failure (its hold released, 0 credits) and of a cache hit. So "a failed request is never
  * charged; every authenticated request leaves one usage record" (docs/http-api.md#credits) holds here,
- * whatever stage a request ended at.
+ * whatever stage a request ended at. Each store step of a request is its own span (README.md#tracing).
  */
 export function createLedger({ store, clock, logger, staleAfterMs }: LedgerDeps) {
   const staleBefore = (now: number) => now - staleAfterMs;
@@ -69,7 +70,9 @@ export function createLedger({ store, clock, logger, staleAfterMs }: LedgerDeps)
     reserve(ctx: EvaluationContext, boundMicro: number) {
       const payer = ctx.payer as NonNullable<EvaluationContext['payer']>;
       const now = clock();
-      return store.reserve(payer.id, ctx.call.requestId, boundMicro, now, staleBefore(now), payer.token?.id);
+      return inSpan('dg.store.reserve', ctx.call.trace, undefined, () =>
+        store.reserve(payer.id, ctx.call.requestId, boundMicro, now, staleBefore(now), payer.token?.id),
+      );
     },
 
     /** Debit what the answer cost (already capped at the reservation); returns the debit. */
@@ -80,22 +83,26 @@ export function createLedger({ store, clock, logger, staleAfterMs }: LedgerDeps)
       upstream: string,
       decision?: KeptDecision,
     ): Promise<number> {
-      return store.settle(
-        ctx.reservation?.id ?? null,
-        entry(ctx, usage, costMicro, 200, upstream),
-        staleBefore(clock()),
-        decision,
+      const record = entry(ctx, usage, costMicro, 200, upstream);
+      return inSpan('dg.store.settle', ctx.call.trace, undefined, () =>
+        store.settle(ctx.reservation?.id ?? null, record, staleBefore(clock()), decision),
       );
     },
 
     /** A failed request: whatever it holds released, a record with `status` and 0 credits. */
     release(ctx: EvaluationContext, status: number): Promise<void> {
-      return store.release(ctx.reservation?.id ?? null, entry(ctx, NO_USAGE, 0, status));
+      const record = entry(ctx, NO_USAGE, 0, status);
+      return inSpan('dg.store.release', ctx.call.trace, undefined, () =>
+        store.release(ctx.reservation?.id ?? null, record),
+      );
     },
 
     /** A decision served from the cache: nothing held or spent, a record all the same. */
     recordHit(ctx: EvaluationContext, upstream: string, decision?: KeptDecision): Promise<void> {
-      return store.release(null, entry(ctx, NO_USAGE, 0, 200, upstream, true), decision);
+      const record = entry(ctx, NO_USAGE, 0, 200, upstream, true);
+      return inSpan('dg.store.release', ctx.call.trace, undefined, () =>
+        store.release(null, record, decision),
+      );
     },
 
     /**

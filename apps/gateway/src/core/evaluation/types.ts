@@ -13,6 +13,7 @@ import type { Authenticate } from '../../auth/authenticate.ts';
 import type { CacheScope, DecisionCache } from '../../cache/decision-cache.ts';
 import type { RateLimiter } from '../../rate-limit/rate-limiter.ts';
 import type { Store } from '../../store/store.ts';
+import type { TraceParent } from '../../telemetry/spans.ts';
 import type { Route } from '../../upstreams/route.ts';
 import type { Pricing } from '../credits.ts';
 
@@ -76,6 +77,8 @@ export interface EvaluationCall {
   origin?: string | undefined;
   body: EvaluationBody;
   dialect?: Dialect;
+  /** Where this evaluation's spans attach (its request's span, or a tRPC operation's), while tracing. */
+  trace?: TraceParent | undefined;
 }
 
 /** What the request log line says about an evaluation, whatever its outcome. Written, never read. */

@@ -1,4 +1,6 @@
+import { isPlainObject } from '@decision-gateway/contract';
 import { z } from 'zod';
+import type { ResponseFacts } from '../../telemetry/spans.ts';
 import type { UpstreamHttp } from '../upstream-http.ts';
 import type { KindContext } from './kind.ts';
 
@@ -40,6 +42,14 @@ export const urlPath = z.string().regex(/^\/[^?#\s]*$/, { error: 'must be a path
 /** The fields every remote kind takes beside its `baseUrl` and `model`. */
 export const remoteFields = { apiKey: z.string().optional(), headers, timeoutMs, maxRetries };
 
+/** How a kind's answers speak of themselves. */
+export interface AnswerLabels {
+  /** The header its responses carry their own request id in. */
+  requestIdHeader: string;
+  /** What an answer's body says of its model and usage (for traces). */
+  responseFacts(body: unknown): ResponseFacts;
+}
+
 /** A remote kind's HTTP client, from its configured fields. */
 export function connect(
   config: {
@@ -47,11 +57,28 @@ export function connect(
     apiKey?: string | undefined;
     headers?: Readonly<Record<string, string>> | undefined;
     maxRetries: number;
+    model: string;
   },
   context: KindContext,
-  /** The header its responses carry their own request id in. */
-  requestIdHeader: string,
+  { requestIdHeader, responseFacts }: AnswerLabels,
 ): UpstreamHttp {
-  const { baseUrl, apiKey, headers, maxRetries } = config;
-  return context.http({ baseUrl, apiKey, headers, maxRetries, requestIdHeader });
+  const { baseUrl, apiKey, headers, maxRetries, model } = config;
+  return context.http({ baseUrl, apiKey, headers, maxRetries, requestIdHeader, model, responseFacts });
 }
+
+/**
+ * The facts of an answer that names its model as `model` and counts tokens in `usage`, under
+ * `input` and `output`. Whatever is missing or not of its type is left out.
+ */
+export function usageFacts(answer: unknown, input: string, output: string): ResponseFacts {
+  if (!isPlainObject(answer)) return {};
+  const usage = isPlainObject(answer.usage) ? answer.usage : {};
+  return {
+    model: typeof answer.model === 'string' ? answer.model.slice(0, 256) : undefined,
+    inputTokens: tokenCount(usage[input]),
+    outputTokens: tokenCount(usage[output]),
+  };
+}
+
+const tokenCount = (value: unknown): number | undefined =>
+  Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : undefined;

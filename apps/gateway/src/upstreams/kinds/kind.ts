@@ -15,7 +15,10 @@ export interface UpstreamEnv {
 /** What a kind's client is given: the shared HTTP client (retries, deadline, size limit). */
 export interface KindContext {
   http(
-    options: Pick<UpstreamHttpOptions, 'baseUrl' | 'apiKey' | 'headers' | 'maxRetries' | 'requestIdHeader'>,
+    options: Pick<
+      UpstreamHttpOptions,
+      'baseUrl' | 'apiKey' | 'headers' | 'maxRetries' | 'requestIdHeader' | 'model' | 'responseFacts'
+    >,
   ): UpstreamHttp;
 }
 

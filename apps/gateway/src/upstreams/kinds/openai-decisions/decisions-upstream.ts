@@ -22,9 +22,16 @@ export function createDecisionsUpstream(
     tolerance: roundedTolerance,
     usageBound: (request, bodyBytes) =>
       byteBound(Object.keys(request.questions).length, bodyBytes, options.maxQuestions),
-    async answer({ request, requestId, deadlineAt, original }: UpstreamCall): Promise<UpstreamOutcome> {
+    async answer({
+      request,
+      requestId,
+      deadlineAt,
+      original,
+      trace,
+    }: UpstreamCall): Promise<UpstreamOutcome> {
       const { body, ids } = decisionsBody(request, options.model, original);
-      const sent = await http.postJson('/decisions', body, { requestId, deadlineAt });
+      const questions = Object.keys(request.questions).length;
+      const sent = await http.postJson('/decisions', body, { requestId, deadlineAt, trace, questions });
       if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail, unwell: sent.unwell };
       // A caller's own questions may have no name: the API answers in question order.
       const read = readDecision(sent.body, ids, request, original !== undefined);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { connect, httpUrl, maxQuestions, remoteFields, remoteFromEnv } from '../fields.ts';
+import { connect, httpUrl, maxQuestions, remoteFields, remoteFromEnv, usageFacts } from '../fields.ts';
 import { defineKind } from '../kind.ts';
 import { createDecisionsUpstream } from './decisions-upstream.ts';
 
@@ -22,9 +22,15 @@ export const openaiDecisions = defineKind({
   fromEnv: remoteFromEnv,
   remote: true,
   create: (name, config, context) =>
-    createDecisionsUpstream(connect(config, context, 'x-request-id'), {
-      name,
-      model: config.model,
-      maxQuestions: config.maxQuestions,
-    }),
+    createDecisionsUpstream(
+      connect(config, context, {
+        requestIdHeader: 'x-request-id',
+        responseFacts: (body) => usageFacts(body, 'input_tokens', 'output_tokens'),
+      }),
+      {
+        name,
+        model: config.model,
+        maxQuestions: config.maxQuestions,
+      },
+    ),
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { connect, httpUrl, maxQuestions, remoteFields, remoteFromEnv } from '../fields.ts';
+import { connect, httpUrl, maxQuestions, remoteFields, remoteFromEnv, usageFacts } from '../fields.ts';
 import { defineKind } from '../kind.ts';
 import { createOpenAiUpstream } from './openai-upstream.ts';
 
@@ -20,9 +20,15 @@ export const openai = defineKind({
   fromEnv: (env) => ({ ...remoteFromEnv(env), topLogprobs: env.topLogprobs }),
   remote: true,
   create: (name, config, context) =>
-    createOpenAiUpstream(connect(config, context, 'x-request-id'), {
-      name,
-      model: config.model,
-      topLogprobs: config.topLogprobs,
-    }),
+    createOpenAiUpstream(
+      connect(config, context, {
+        requestIdHeader: 'x-request-id',
+        responseFacts: (body) => usageFacts(body, 'prompt_tokens', 'completion_tokens'),
+      }),
+      {
+        name,
+        model: config.model,
+        topLogprobs: config.topLogprobs,
+      },
+    ),
 });

@@ -89,7 +89,8 @@ export function createOpenAiUpstream(
           logprobs: true,
           top_logprobs: options.topLogprobs,
         },
-        { requestId: call.requestId, deadlineAt: call.deadlineAt },
+        // One completion asks about one question.
+        { requestId: call.requestId, deadlineAt: call.deadlineAt, trace: call.trace, questions: 1 },
       );
       if (!sent.ok) throw new CompletionFailed(sent.failure, sent.detail, sent.unwell);
       const read = readCompletion(sent.body);

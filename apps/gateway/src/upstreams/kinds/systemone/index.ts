@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { connect, httpUrl, maxQuestions, remoteFields, remoteFromEnv, urlPath } from '../fields.ts';
 import { defineKind } from '../kind.ts';
-import { createSystemOneUpstream } from './systemone-upstream.ts';
+import { createSystemOneUpstream, systemOneFacts } from './systemone-upstream.ts';
 
 export const SYSTEMONE_DEFAULTS = {
   baseUrl: 'https://api.typesafe.ai',
@@ -28,10 +28,13 @@ export const systemone = defineKind({
   fromEnv: remoteFromEnv,
   remote: true,
   create: (name, config, context) =>
-    createSystemOneUpstream(connect(config, context, 'x-typesafe-request-id'), {
-      name,
-      model: config.model,
-      path: config.path,
-      maxQuestions: config.maxQuestions,
-    }),
+    createSystemOneUpstream(
+      connect(config, context, { requestIdHeader: 'x-typesafe-request-id', responseFacts: systemOneFacts }),
+      {
+        name,
+        model: config.model,
+        path: config.path,
+        maxQuestions: config.maxQuestions,
+      },
+    ),
 });

@@ -1,6 +1,8 @@
 import { failure, isPlainObject, type Usage } from '@decision-gateway/contract';
 import type { Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
+import type { ResponseFacts } from '../../../telemetry/spans.ts';
 import type { UpstreamHttp } from '../../upstream-http.ts';
+import { usageFacts } from '../fields.ts';
 
 /**
  * Reservation bound for upstreams that count their own tokens (docs/http-api.md#credits): the
@@ -31,11 +33,11 @@ export function createSystemOneUpstream(
     maxQuestions: options.maxQuestions,
     usageBound: (request, bodyBytes) =>
       byteBound(Object.keys(request.questions).length, bodyBytes, options.maxQuestions),
-    async answer({ request, requestId, deadlineAt }: UpstreamCall): Promise<UpstreamOutcome> {
+    async answer({ request, requestId, deadlineAt, trace }: UpstreamCall): Promise<UpstreamOutcome> {
       const sent = await http.postJson(
         options.path,
         { model: options.model, state: request.state, questions: request.questions },
-        { requestId, deadlineAt },
+        { requestId, deadlineAt, trace, questions: Object.keys(request.questions).length },
       );
       if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail, unwell: sent.unwell };
       const result = readResult(sent.body);
@@ -56,6 +58,13 @@ export function createSystemOneUpstream(
     },
     close: http.close,
   };
+}
+
+/** A native answer's model and usage, or those of this gateway's envelope (traces). */
+export function systemOneFacts(body: unknown): ResponseFacts {
+  const native = isPlainObject(body) && isPlainObject(body.answers);
+  const envelope = isPlainObject(body) && isPlainObject(body.data) ? body.data.result : undefined;
+  return usageFacts(native ? body : envelope, 'input_tokens', 'output_tokens');
 }
 
 /**
