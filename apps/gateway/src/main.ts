@@ -2,7 +2,6 @@ import { openGateway } from './app.ts';
 import { ensureBootstrapKey } from './bootstrap.ts';
 import { loadConfig, loadDotEnv, withoutPassword } from './config.ts';
 import { createLogger } from './logger.ts';
-import { startTracing } from './telemetry/start-tracing.ts';
 
 loadDotEnv();
 const loaded = loadConfig(process.env);
@@ -12,7 +11,10 @@ if (!loaded.ok) {
 }
 const config = loaded.config;
 const logger = createLogger(config.logLevel);
-const tracing = config.tracing && startTracing(config.tracing, logger);
+// The SDK is loaded only when tracing is on: off, the gateway carries none of it (about 100 MB
+// of RSS with its exporters).
+const tracing =
+  config.tracing && (await import('./telemetry/start-tracing.ts')).startTracing(config.tracing, logger);
 const opened = await openGateway(config, logger).catch((error: Error) => {
   logger.fatal({ err: error }, 'the database could not be opened');
   process.exit(1);

@@ -13,8 +13,8 @@ import { trpcDoor } from '../doors/trpc.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { Store } from '../store/store.ts';
-import { requestTraceIds, traceRequests } from '../telemetry/request-spans.ts';
-import { tracingOn } from '../telemetry/spans.ts';
+import { traceRequests } from '../telemetry/request-spans.ts';
+import { traceIdsOf, tracingOn } from '../telemetry/spans.ts';
 import { createConnections, newRequestId } from './connections.ts';
 import { createRouteTable } from './route-table.ts';
 
@@ -112,7 +112,10 @@ export function buildServer(services: GatewayServices): Gateway {
     finished.add(request);
     metrics.inFlight.dec();
     if (request.outcome?.belowRouter !== true)
-      request.log.info({ path: request.url.split('?', 1)[0] }, 'request aborted by the client');
+      request.log.info(
+        { path: request.url.split('?', 1)[0], ...(request.traceParent && traceIdsOf(request.traceParent)) },
+        'request aborted by the client',
+      );
     done();
   });
 
@@ -147,7 +150,8 @@ export function buildServer(services: GatewayServices): Gateway {
         labelMass: log?.labelMass,
         reason: log?.reason,
         elapsedMs: Math.round(performance.now() - request.startedAt),
-        ...(request.span && requestTraceIds(request)),
+        // While tracing: the SERVER span's ids (README.md#tracing).
+        ...(request.traceParent && traceIdsOf(request.traceParent)),
       },
       'request',
     );

@@ -62,14 +62,6 @@ export function traceRequests(app: FastifyInstance, doorOf: (request: FastifyReq
   });
 }
 
-/** The request's trace ids for its log line, while tracing is on. */
-export function requestTraceIds(request: FastifyRequest): { traceId?: string; spanId?: string } {
-  const span = request.span;
-  if (span === undefined) return {};
-  const { traceId, spanId } = span.spanContext();
-  return { traceId, spanId };
-}
-
 function endRequestSpan(span: Span, request: FastifyRequest, status: number): void {
   const outcome = request.outcome;
   span.setAttribute(ATTR.httpStatus, status);
