@@ -114,6 +114,18 @@ async function main() {
       UPSTREAM: 'systemone',
       UPSTREAM_BASE_URL: upstream.url,
     });
+    // The same REST gateway with every request traced (README.md#tracing) to a collector that
+    // keeps nothing, in protobuf (the default); its own file and key.
+    const sink = await started('OTLP sink', 'bench/src/otlp-sink.ts');
+    const tracedKey = await createBenchKey(join(dir, 'traced.db'));
+    const traced = await started('gateway (traced)', 'apps/gateway/src/main.ts', {
+      ...gatewayEnv,
+      DATABASE_URL: `file:${join(dir, 'traced.db')}`,
+      UPSTREAM: 'systemone',
+      UPSTREAM_BASE_URL: upstream.url,
+      OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+      OTEL_TRACES_SAMPLER: 'always_on',
+    });
     const lexical = await started('gateway (lexical)', 'apps/gateway/src/main.ts', {
       ...gatewayEnv,
       UPSTREAM: 'lexical',
@@ -168,6 +180,13 @@ async function main() {
         body,
       },
       { name: 'gateway REST', server: gateway, url: `${gateway.url}/v1/systemone`, headers: auth, body },
+      {
+        name: 'gateway REST traced',
+        server: traced,
+        url: `${traced.url}/v1/systemone`,
+        headers: { authorization: `Bearer ${tracedKey}` },
+        body,
+      },
       { name: 'gateway tRPC', server: gateway, url: trpcCall.url, headers: auth, body: trpcCall.body },
       {
         name: 'gateway OpenAI door',
@@ -321,6 +340,11 @@ function buildReport(
       bar: '≥ 0.9',
       met: ratio('gateway OpenAI door', 64).rps / ratio('gateway REST', 64).rps >= 0.9,
     },
+    tracedVsRestAt64: {
+      value: ratio('gateway REST traced', 64).rps / ratio('gateway REST', 64).rps,
+      bar: '≥ 0.8',
+      met: ratio('gateway REST traced', 64).rps / ratio('gateway REST', 64).rps >= 0.8,
+    },
     postgresVsSqliteAt64: {
       value: ratio('gateway PG+Redis', 64).rps / ratio('gateway REST', 64).rps,
       bar: '≥ 0.5',
@@ -393,6 +417,7 @@ function renderTable(report: Report): string {
     `| RSS growth over ${report.memory.requests.toLocaleString('en')} requests | ${report.targets.rssGrowthMb.value.toFixed(1)} MB | ${report.targets.rssGrowthMb.bar} | ${yes(report.targets.rssGrowthMb.met)} |`,
     `| tRPC vs REST throughput, c=64 | ${report.targets.trpcVsRestAt64.value.toFixed(2)}× | ${report.targets.trpcVsRestAt64.bar} | ${yes(report.targets.trpcVsRestAt64.met)} |`,
     `| OpenAI door vs REST throughput (the same 3 questions), c=64 | ${report.targets.openAiVsRestAt64.value.toFixed(2)}× | ${report.targets.openAiVsRestAt64.bar} | ${yes(report.targets.openAiVsRestAt64.met)} |`,
+    `| REST traced (every request, OTLP/protobuf) vs untraced throughput, c=64 | ${report.targets.tracedVsRestAt64.value.toFixed(2)}× | ${report.targets.tracedVsRestAt64.bar} | ${yes(report.targets.tracedVsRestAt64.met)} |`,
     `| PostgreSQL + Redis vs SQLite throughput, one key, c=64 | ${report.targets.postgresVsSqliteAt64.value.toFixed(2)}× | ${report.targets.postgresVsSqliteAt64.bar} | ${yes(report.targets.postgresVsSqliteAt64.met)} |`,
     `| PostgreSQL + Redis vs SQLite throughput, ${SPREAD_KEYS} keys, c=64 | ${report.targets.postgresVsSqliteSpreadAt64.value.toFixed(2)}× | ${report.targets.postgresVsSqliteSpreadAt64.bar} | ${yes(report.targets.postgresVsSqliteSpreadAt64.met)} |`,
     `| PostgreSQL + Redis added p50 over SQLite, c=1 | ${report.targets.postgresAddedP50At1Ms.value.toFixed(2)} ms | ${report.targets.postgresAddedP50At1Ms.bar} | ${yes(report.targets.postgresAddedP50At1Ms.met)} |`,
