@@ -145,12 +145,10 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
     for (let n = 0; n <= options.maxRetries; n++) {
       if (Date.now() >= call.deadlineAt) return { kind: 'deadline' };
       // Each HTTP call is its own span, ended before any backoff wait.
-      const span = clientSpan(
-        identity,
-        call.trace as TraceParent | undefined,
-        { retry: n, questions: call.questions },
-        headers,
-      );
+      const span =
+        call.trace === undefined
+          ? undefined
+          : clientSpan(identity, call.trace as TraceParent, { retry: n, questions: call.questions }, headers);
       const result = await attempt(path, payload, call.deadlineAt, span);
       const judged = judge(result);
       if (span) endSpan(span, result, judged.ending);
