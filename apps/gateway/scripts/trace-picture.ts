@@ -68,7 +68,9 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-const ms = (from: bigint, to: bigint) => Number(to - from) / 1e6;
+function ms(from: bigint, to: bigint): number {
+  return Number(to - from) / 1e6;
+}
 
 /** What a row says beside its name: the attributes an operator reads first. */
 function detail(span: ReceivedSpan): string {
@@ -127,7 +129,7 @@ async function draw(tree: SpanTree, root: ReceivedSpan) {
     body{font:13px system-ui,sans-serif;margin:16px;color:#1d2330;background:#fff;width:1100px}
     h1{font-size:15px;margin:0 0 10px} .row{display:flex;border-top:1px solid #e6e8ee;min-height:38px;align-items:center}
     .name{width:430px;flex:none} .detail{color:#5b6275;font-size:11px;font-family:ui-monospace,monospace}
-    .lane{position:relative;flex:1;height:38px} .bar{position:absolute;top:12px;height:14px;border-radius:3px}
+    .lane{position:relative;flex:1;height:38px;margin-right:72px} .bar{position:absolute;top:12px;height:14px;border-radius:3px}
     .took{position:absolute;top:11px;font-size:11px;color:#5b6275;white-space:nowrap}
   </style><h1>decision-gateway · trace ${root.traceId} · ${total.toFixed(1)} ms · fallback and escalation</h1>${body}`;
   const browser = await chromium.launch({
