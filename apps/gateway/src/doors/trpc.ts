@@ -16,7 +16,7 @@ import {
 } from '@decision-gateway/contract';
 import { fastifyRequestHandler } from '@trpc/server/adapters/fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Evaluate, ResponseMeta } from '../core/evaluation/index.ts';
+import type { Evaluate } from '../core/evaluation/index.ts';
 import { storeTroubleFailure } from '../core/store-trouble.ts';
 import { traceOperation } from '../telemetry/request-spans.ts';
 import type { TraceParent } from '../telemetry/spans.ts';
@@ -65,7 +65,6 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
     const batch = (request.query as { batch?: string }).batch === '1';
     const reports: EvaluationReport[] = [];
     request.outcome = { evaluations: reports, route: procedureLabel(request.params.path, batch) };
-    const metas: ResponseMeta[] = [];
 
     const readInput = async (op: Operation): Promise<Parsed<unknown>> => {
       if (text && !text.ok) return text;
@@ -133,7 +132,6 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
             },
           });
           reports.push(reportOf(requestId, outcome));
-          metas.push(outcome.meta);
           return outcome.ok
             ? { ok: true, data: outcome.data }
             : { ok: false, failure: outcome.failure, requestId };
@@ -183,7 +181,8 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
           if (retryAfterMs !== undefined) headers['retry-after'] = retryAfterSeconds(retryAfterMs);
         }
         // One evaluation's metadata as headers; a batch's operations each have their own.
-        if (!batch && metas.length === 1) Object.assign(headers, metaHeaders(metas[0] as ResponseMeta));
+        const single = reports.length === 1 ? reports[0] : undefined;
+        if (!batch && single) Object.assign(headers, metaHeaders(single.meta));
         // The code of a single call, for its log line (the response is written right after this).
         if (!batch) {
           const first = errors[0];
