@@ -96,6 +96,23 @@ async function stop(running: Running | undefined) {
   rmSync(running.dir, { recursive: true, force: true });
 }
 
+/** A suite's world: an OTLP receiver, the stand-ins, a gateway traced to the receiver; and its end. */
+async function startSuite(standIns: () => Promise<Record<string, StandIn>>, env: Record<string, string>) {
+  const receiver = await startOtlpReceiver();
+  const up = await standIns();
+  const running = await startTraced(receiver, up, env);
+  return {
+    receiver,
+    up,
+    running,
+    async close() {
+      await stop(running);
+      await receiver.close();
+      for (const standIn of Object.values(up)) await standIn.close();
+    },
+  };
+}
+
 /** The SERVER span of the request with this id, once received with all its descendants' spans. */
 async function traceOf(receiver: OtlpReceiver, requestId: string, spansExpected: number) {
   let root: ReceivedSpan | undefined;
@@ -120,31 +137,28 @@ const routed = (route: string, key: string, extra: Record<string, string> = {}) 
 const clientSpans = (spans: ReceivedSpan[]) => spans.filter((s) => s.kind === 'CLIENT');
 
 describe('tracing over OTLP/JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)', () => {
+  let suite: Awaited<ReturnType<typeof startSuite>> | undefined;
   let receiver: OtlpReceiver;
   let up: Record<string, StandIn>;
   let running: Running | undefined;
   let flakyCalls = 0;
 
   beforeAll(async () => {
-    receiver = await startOtlpReceiver();
-    up = { steady: await answering(), strong: await answering() };
-    // 503 on every odd call, an answer on every even one: each request is retried once.
-    up.flaky = await startStandIn((request, res) => {
-      flakyCalls++;
-      // It asks for a 200 ms wait before the retry: a wait no span may hold.
-      if (flakyCalls % 2 === 1) return json(res, 503, { detail: 'busy' }, { 'retry-after-ms': '200' });
-      return json(res, 200, nativeAnswer(request, { input_tokens: 120, output_tokens: 1 }));
+    const standIns = async () => ({
+      steady: await answering(),
+      strong: await answering(),
+      // 503 on every odd call, an answer on every even one: each request is retried once.
+      flaky: await startStandIn((request, res) => {
+        flakyCalls++;
+        // It asks for a 200 ms wait before the retry: a wait no span may hold.
+        if (flakyCalls % 2 === 1) return json(res, 503, { detail: 'busy' }, { 'retry-after-ms': '200' });
+        return json(res, 200, nativeAnswer(request, { input_tokens: 120, output_tokens: 1 }));
+      }),
     });
-    running = await startTraced(receiver, up, {
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      CORS_ORIGINS: BROWSER,
-    });
+    suite = await startSuite(standIns, { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', CORS_ORIGINS: BROWSER });
+    ({ receiver, up, running } = suite);
   });
-  afterAll(async () => {
-    await stop(running);
-    await receiver.close();
-    for (const standIn of Object.values(up)) await standIn.close();
-  });
+  afterAll(() => suite?.close());
 
   it('a success: SERVER → store steps and the route → one CLIENT call with the GenAI attributes', async () => {
     const { url, key } = running as Running;
@@ -544,23 +558,23 @@ describe('tracing over OTLP/JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)', () =>
 });
 
 describe('tracing over OTLP/protobuf (the default protocol)', () => {
+  let suite: Awaited<ReturnType<typeof startSuite>> | undefined;
   let receiver: OtlpReceiver;
-  let up: Record<string, StandIn>;
   let running: Running | undefined;
 
   beforeAll(async () => {
-    receiver = await startOtlpReceiver();
-    up = { steady: await answering(), strong: await answering(), flaky: await answering() };
-    running = await startTraced(receiver, up, {
+    const standIns = async () => ({
+      steady: await answering(),
+      strong: await answering(),
+      flaky: await answering(),
+    });
+    suite = await startSuite(standIns, {
       OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-auth=let-me-in',
       OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test',
     });
+    ({ receiver, running } = suite);
   });
-  afterAll(async () => {
-    await stop(running);
-    await receiver.close();
-    for (const standIn of Object.values(up)) await standIn.close();
-  });
+  afterAll(() => suite?.close());
 
   it('exports protobuf with the collector’s headers, service.name decision-gateway, the same tree', async () => {
     const { url, key } = running as Running;

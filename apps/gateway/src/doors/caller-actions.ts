@@ -16,7 +16,7 @@ import { rateLimitOf } from '../core/evaluation/rate-limit.ts';
 import type { Outcomes } from '../outcomes/outcomes.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 
-type Result<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
+export type Result<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
 
 /**
  * What a caller may do besides evaluating, written once for every door that offers it (REST,

@@ -20,7 +20,7 @@ import type { Evaluate } from '../core/evaluation/index.ts';
 import { storeTroubleFailure } from '../core/store-trouble.ts';
 import { traceOperation } from '../telemetry/request-spans.ts';
 import type { TraceParent } from '../telemetry/spans.ts';
-import type { CallerActions } from './caller-actions.ts';
+import type { CallerActions, Result } from './caller-actions.ts';
 import { cors, originOf } from './cors.ts';
 import { type DoorOptions, door } from './door.ts';
 import { type EvaluationReport, reportOf } from './door-outcome.ts';
@@ -112,6 +112,16 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
         }),
       );
     };
+    /** A caller action (models, tokens, outcomes) as one operation: storage trouble is its 503. */
+    const action = <T>(procedure: string, op: { batchIndex: number }, act: () => Promise<Result<T>>) =>
+      operation(procedure, op, (requestId) =>
+        storeGuarded(requestId, async (): Promise<OperationResult<T>> => {
+          const result = await act();
+          return result.ok
+            ? { ok: true, data: result.value }
+            : { ok: false, failure: result.error, requestId };
+        }),
+      );
     const createContext = async (): Promise<ApiContext> => ({
       requestId: request.id,
       evaluate: (op) =>
@@ -136,33 +146,11 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
             ? { ok: true, data: outcome.data }
             : { ok: false, failure: outcome.failure, requestId };
         }),
-      listModels: (op) =>
-        operation('models', op, (requestId) =>
-          storeGuarded(requestId, async () => {
-            const models = await opts.callers.listModels(credentials);
-            return models.ok
-              ? { ok: true, data: models.value }
-              : { ok: false, failure: models.error, requestId };
-          }),
-        ),
+      listModels: (op) => action('models', op, () => opts.callers.listModels(credentials)),
       createToken: (op) =>
-        operation('tokens.create', op, (requestId) =>
-          storeGuarded(requestId, async () => {
-            const minted = await opts.callers.mintToken(credentials, () => readInput(op));
-            return minted.ok
-              ? { ok: true, data: minted.value }
-              : { ok: false, failure: minted.error, requestId };
-          }),
-        ),
+        action('tokens.create', op, () => opts.callers.mintToken(credentials, () => readInput(op))),
       recordOutcomes: (op) =>
-        operation('outcomes.record', op, (requestId) =>
-          storeGuarded(requestId, async () => {
-            const recorded = await opts.callers.recordOutcomes(credentials, () => readInput(op));
-            return recorded.ok
-              ? { ok: true, data: recorded.value }
-              : { ok: false, failure: recorded.error, requestId };
-          }),
-        ),
+        action('outcomes.record', op, () => opts.callers.recordOutcomes(credentials, () => readInput(op))),
     });
 
     await fastifyRequestHandler({
