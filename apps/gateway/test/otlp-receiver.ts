@@ -31,8 +31,8 @@ export interface ReceivedSpan {
   contentType: string;
 }
 
-export type SpanKindName = 'UNSPECIFIED' | 'INTERNAL' | 'SERVER' | 'CLIENT' | 'PRODUCER' | 'CONSUMER';
-const KINDS: SpanKindName[] = ['UNSPECIFIED', 'INTERNAL', 'SERVER', 'CLIENT', 'PRODUCER', 'CONSUMER'];
+export type SpanKindName = 'UNSET' | 'INTERNAL' | 'SERVER' | 'CLIENT' | 'PRODUCER' | 'CONSUMER';
+const KINDS: SpanKindName[] = ['UNSET', 'INTERNAL', 'SERVER', 'CLIENT', 'PRODUCER', 'CONSUMER'];
 
 const generated = createRequire(import.meta.url)('otlp-protos/build/src/generated/root.js');
 const ExportTraceServiceRequest = generated.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
@@ -74,7 +74,7 @@ function flatten(request: { resourceSpans?: unknown[] }, contentType: string): R
           spanId: hex(span.spanId),
           parentSpanId: hex(span.parentSpanId),
           name: span.name,
-          kind: KINDS[Number(span.kind ?? 0)] ?? 'UNSPECIFIED',
+          kind: KINDS[Number(span.kind ?? 0)] ?? 'UNSET',
           attributes: attributesOf(span.attributes),
           statusCode: Number(span.status?.code ?? 0),
           traceState: span.traceState ?? '',
