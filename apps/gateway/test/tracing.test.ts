@@ -136,6 +136,16 @@ const routed = (route: string, key: string, extra: Record<string, string> = {}) 
 
 const clientSpans = (spans: ReceivedSpan[]) => spans.filter((s) => s.kind === 'CLIENT');
 
+/** A request over the `fallback` route: its first upstream refuses, the next answers. */
+const FALLBACK_TREE = [
+  'SERVER POST /v1/systemone',
+  '  INTERNAL dg.store.reserve',
+  '  INTERNAL dg.route fallback',
+  '    CLIENT decide down-model',
+  '    CLIENT decide steady-model',
+  '  INTERNAL dg.store.settle',
+];
+
 describe('tracing over OTLP/JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)', () => {
   let suite: Awaited<ReturnType<typeof startSuite>> | undefined;
   let receiver: OtlpReceiver;
@@ -227,14 +237,7 @@ describe('tracing over OTLP/JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)', () =>
     const response = await post(url, '/v1/systemone', sampleRequest(), routed('fallback', key));
     expect(response.status).toBe(200);
     const { tree } = await traceOf(receiver, response.headers.get('x-request-id') as string, 6);
-    expect(shapeOf(tree)).toEqual([
-      'SERVER POST /v1/systemone',
-      '  INTERNAL dg.store.reserve',
-      '  INTERNAL dg.route fallback',
-      '    CLIENT decide down-model',
-      '    CLIENT decide steady-model',
-      '  INTERNAL dg.store.settle',
-    ]);
+    expect(shapeOf(tree)).toEqual(FALLBACK_TREE);
     const [down, steady] = (tree.children[1]?.children ?? []).map((c) => c.span);
     expect(down?.statusCode).toBe(2);
     expect(down?.attributes).toMatchObject({
@@ -586,14 +589,7 @@ describe('tracing over OTLP/protobuf (the default protocol)', () => {
       'service.name': 'decision-gateway',
       'deployment.environment.name': 'test',
     });
-    expect(shapeOf(tree)).toEqual([
-      'SERVER POST /v1/systemone',
-      '  INTERNAL dg.store.reserve',
-      '  INTERNAL dg.route fallback',
-      '    CLIENT decide down-model',
-      '    CLIENT decide steady-model',
-      '  INTERNAL dg.store.settle',
-    ]);
+    expect(shapeOf(tree)).toEqual(FALLBACK_TREE);
     expect(tree.children[1]?.children[1]?.span.attributes).toMatchObject({
       'gen_ai.usage.input_tokens': 300,
       'dg.attempt': 2,
