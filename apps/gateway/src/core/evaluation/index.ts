@@ -65,7 +65,13 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
       ctx.log.reason = (error as Error).message;
       // Whatever the store did or did not do for this request, it ends as a failure: recorded once
       // the store answers again, its hold freed, its debit undone should a lost settle have landed.
-      if (ctx.payer && !ctx.abandoned) deps.ledger.releaseLater(ctx, 503);
+      // Its key too may not have been read yet: it is then looked up first (a refused key: no record).
+      if (!ctx.abandoned && call.authorization !== undefined)
+        deps.ledger.releaseLater(
+          ctx,
+          503,
+          async (later) => (await authenticateCaller(later, deps)) === undefined,
+        );
       return { ok: false, failure: unavailable, meta: ctx.meta, log: ctx.log };
     }
   }

@@ -32,7 +32,7 @@ export interface LedgerDeps {
  * The only code that writes credits and usage records: a reservation, a settlement, the record of
  * a failure (its hold released, 0 credits) and of a cache hit. So "a failed request is never
  * charged; every authenticated request leaves one usage record" (docs/http-api.md#credits) holds here,
- * whatever stage a request ended at. Each store step of a request is its own span (README.md#tracing).
+ * whatever stage a request ended at. Each store step of a request is its own span (docs/tracing.md).
  */
 export function createLedger({ store, clock, logger, staleAfterMs }: LedgerDeps) {
   const staleBefore = (now: number) => now - staleAfterMs;
@@ -108,22 +108,42 @@ export function createLedger({ store, clock, logger, staleAfterMs }: LedgerDeps)
     /**
      * A request the store could not take in time: released and recorded in the background, retried
      * with growing waits while the store is unavailable, for at most RECONCILE.giveUpAfterMs. Its
-     * debit is undone should a settle whose answer was lost have gone through.
+     * debit is undone should a settle whose answer was lost have gone through. A request whose key
+     * could not even be looked up is `identify`-ed first, once the store answers: a valid key's
+     * request is recorded like any other, a refused one is not.
      */
-    releaseLater(ctx: EvaluationContext, status: number): void {
-      const record = entry(ctx, NO_USAGE, 0, status);
+    releaseLater(
+      ctx: EvaluationContext,
+      status: number,
+      identify: (ctx: EvaluationContext) => Promise<boolean>,
+    ): void {
+      // What the record says of the request is what was true when it was answered.
+      const { at, elapsedMs } = {
+        at: clock(),
+        elapsedMs: Math.round(performance.now() - ctx.call.startedAt),
+      };
       const started = clock();
       let waitMs: number = RECONCILE.firstWaitMs;
+      const record = async () => {
+        if (ctx.payer === undefined && !(await identify(ctx))) return undefined;
+        const written = { ...entry(ctx, NO_USAGE, 0, status), at, elapsedMs };
+        await store.release(null, written);
+        return written;
+      };
       const attempt = () => {
-        store.release(null, record).then(
-          () =>
+        record().then(
+          (written) =>
+            written &&
             logger.info(
-              { requestId: record.requestId },
+              { requestId: written.requestId },
               'recorded a request the store could not take in time',
             ),
           (error: unknown) => {
             if (!(error instanceof StoreUnavailableError) || clock() - started > RECONCILE.giveUpAfterMs) {
-              logger.error({ err: error, requestId: record.requestId }, 'could not record a failed request');
+              logger.error(
+                { err: error, requestId: ctx.call.requestId },
+                'could not record a failed request',
+              );
               return;
             }
             setTimeout(attempt, waitMs).unref();

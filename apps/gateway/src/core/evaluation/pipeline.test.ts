@@ -136,6 +136,38 @@ describe('the evaluation pipeline', () => {
     ]);
   });
 
+  it('a 503 met while reading the key is recorded once the key can be read; a key refused then, never', async () => {
+    for (const refusedLater of [false, true]) {
+      let down = true;
+      let reads = 0;
+      const authenticate = async () => {
+        reads++;
+        if (down) throw new StoreUnavailableError('PostgreSQL did not answer within its deadline (find key)');
+        return refusedLater
+          ? revoked
+          : await fakeAuthenticate()({
+              authorization: 'Bearer dg_anything',
+              origin: undefined,
+              cached: false,
+            });
+      };
+      const deps = fakeDeps({ authenticate: authenticate as never });
+      const outcome = await createEvaluator(deps).evaluate(callOf());
+      expect(!outcome.ok && outcome.failure.code).toBe(50300);
+      down = false;
+      const deadline = Date.now() + 10_000;
+      const settled = () => (refusedLater ? reads >= 2 : deps.store.released.length > 0);
+      while (!settled() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      // A refusal's absence of a record is decided in the same turn as the read.
+      await new Promise((r) => setImmediate(r));
+      expect(deps.store.released).toMatchObject(
+        refusedLater
+          ? []
+          : [{ reservationId: null, entry: { keyId: 'key_1', status: 503, creditsMicro: 0 } }],
+      );
+    }
+  });
+
   it('a shutdown releases what is held; the request answering afterwards is neither settled nor recorded twice', async () => {
     let answer: () => void = () => {};
     const route = fakeRoute(
