@@ -1,10 +1,12 @@
+import { unreachable } from '@decision-gateway/contract/limits';
+
 /** The playground's question editor, as data: what the form holds, and the request it makes. */
 export type EditorQuestion =
   | { id: string; type: 'choice'; instructions: string; options: string }
   | { id: string; type: 'score'; instructions: string; levels: string }
   | { id: string; type: 'noul'; instructions: string };
 
-/** The question the playground opens with, so Ask works at once (README.md#console). */
+/** The question the playground opens with, so Ask works at once (docs/console.md). */
 export const EXAMPLE_QUESTION: EditorQuestion = {
   id: 'team',
   type: 'choice',
@@ -17,9 +19,16 @@ export const EXAMPLE_STATE = 'I was charged twice for my order last week. Please
 /** A fresh question of a type, keeping its ID and instructions. */
 export function retype(question: EditorQuestion, type: EditorQuestion['type']): EditorQuestion {
   const { id, instructions } = question;
-  if (type === 'choice') return { id, type, instructions, options: 'yes: it does\nno: it does not' };
-  if (type === 'score') return { id, type, instructions, levels: 'low\nmedium\nhigh' };
-  return { id, type, instructions };
+  switch (type) {
+    case 'choice':
+      return { id, type, instructions, options: 'yes: it does\nno: it does not' };
+    case 'score':
+      return { id, type, instructions, levels: 'low\nmedium\nhigh' };
+    case 'noul':
+      return { id, type, instructions };
+    default:
+      return unreachable(type);
+  }
 }
 
 type Built = { ok: true; questions: Record<string, unknown> } | { ok: false; problem: string };
@@ -35,8 +44,22 @@ export function buildQuestions(editor: readonly EditorQuestion[]): Built {
     const id = question.id.trim();
     if (id === '') return { ok: false, problem: 'every question needs an ID' };
     if (Object.hasOwn(questions, id)) return { ok: false, problem: `the ID "${id}" is used twice` };
-    const instructions = question.instructions.trim();
-    if (question.type === 'choice') {
+    const built = buildQuestion(id, question);
+    if (!built.ok) return built;
+    questions[id] = built.question;
+  }
+  if (editor.length === 0) return { ok: false, problem: 'ask at least one question' };
+  return { ok: true, questions };
+}
+
+/** One editor question as the gateway's, or what the form got wrong. */
+function buildQuestion(
+  id: string,
+  question: EditorQuestion,
+): { ok: true; question: unknown } | { ok: false; problem: string } {
+  const instructions = question.instructions.trim();
+  switch (question.type) {
+    case 'choice': {
       const criteria: Record<string, string | null> = {};
       for (const line of question.options
         .split('\n')
@@ -48,19 +71,23 @@ export function buildQuestions(editor: readonly EditorQuestion[]): Built {
       }
       if (Object.keys(criteria).length < 2)
         return { ok: false, problem: `${id}: a choice needs at least 2 options` };
-      questions[id] = { type: 'choice', ...(instructions && { instructions }), criteria };
-    } else if (question.type === 'score') {
+      return { ok: true, question: { type: 'choice', ...(instructions && { instructions }), criteria } };
+    }
+    case 'score': {
       const levels = question.levels
         .split('\n')
         .map((l) => l.trim())
         .filter(Boolean);
       if (levels.length < 2) return { ok: false, problem: `${id}: a score needs at least 2 levels` };
-      questions[id] = { type: 'score', ...(instructions && { instructions }), criteria: levels };
-    } else {
-      if (instructions === '') return { ok: false, problem: `${id}: a noul needs its statement` };
-      questions[id] = { type: 'noul', instructions };
+      return {
+        ok: true,
+        question: { type: 'score', ...(instructions && { instructions }), criteria: levels },
+      };
     }
+    case 'noul':
+      if (instructions === '') return { ok: false, problem: `${id}: a noul needs its statement` };
+      return { ok: true, question: { type: 'noul', instructions } };
+    default:
+      return unreachable(question);
   }
-  if (editor.length === 0) return { ok: false, problem: 'ask at least one question' };
-  return { ok: true, questions };
 }

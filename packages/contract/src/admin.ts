@@ -127,7 +127,7 @@ export function parseAdminInput<Schema extends z.ZodType>(
   return { ok: false, error: failure('invalid_request', summarizeIssues(issues), { issues }) };
 }
 
-/** `DELETE /admin/cache?keyId=K` (README.md#admin-api, docs/routes.md#decision-cache): all cached decisions, or one key's. */
+/** `DELETE /admin/cache?keyId=K` (docs/operating.md#admin-api, docs/routes.md#decision-cache): all cached decisions, or one key's. */
 export const CachePurgeQuery = z.strictObject({
   keyId: z.string().min(1).optional().meta({ description: 'Only the decisions this key stored.' }),
 });
@@ -204,11 +204,11 @@ export const CreatedToken = z
   .meta({ id: 'CreatedToken' });
 export type CreatedToken = z.infer<typeof CreatedToken>;
 
-/** The steps a usage series can be summed by (README.md#admin-api). */
+/** The steps a usage series can be summed by (docs/operating.md#admin-api). */
 export const SERIES_STEPS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
 export type SeriesStep = keyof typeof SERIES_STEPS;
 
-/** `GET /admin/usage/series` (README.md#admin-api): for the console's charts. */
+/** `GET /admin/usage/series` (docs/operating.md#admin-api): for the console's charts. */
 export const UsageSeriesQuery = z
   .strictObject({
     keyId: z.string().min(1).optional().meta({ description: 'One key; all keys when absent.' }),
@@ -222,7 +222,7 @@ export const UsageSeriesQuery = z
   });
 export type UsageSeriesQuery = z.infer<typeof UsageSeriesQuery>;
 
-/** What usage sums to over a step or a range (README.md#usage-at-any-volume), latencies over every record. */
+/** What usage sums to over a step or a range (docs/usage.md), latencies over every record. */
 const usageFigures = {
   requests: z.number().int(),
   errors: z.number().int().meta({ description: 'Records with a status other than 200.' }),
@@ -246,7 +246,7 @@ export type UsagePoint = z.infer<typeof UsagePoint>;
 export const UsageFigures = z.strictObject(usageFigures).meta({ id: 'UsageFigures' });
 export type UsageFigures = z.infer<typeof UsageFigures>;
 
-/** `GET /admin/usage/summary` (README.md#usage-at-any-volume): the console's Overview. */
+/** `GET /admin/usage/summary` (docs/usage.md): the console's Overview. */
 export const UsageSummaryQuery = z
   .strictObject({
     keyId: z.string().min(1).optional().meta({ description: 'One key; all keys when absent.' }),

@@ -1,5 +1,6 @@
 export * from './admin.ts';
 export * from './answer.ts';
+export * from './content.ts';
 export * from './envelope.ts';
 export * from './errors.ts';
 export * from './limits.ts';
@@ -10,6 +11,6 @@ export * from './openapi.ts';
 export * from './outcomes.ts';
 export * from './own-key-record.ts';
 export * from './parse-request.ts';
-export * from './question.ts';
+export * from './question-types/index.ts';
 export * from './request.ts';
 export { humanError, toIssues } from './zod-issues.ts';

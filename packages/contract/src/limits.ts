@@ -2,16 +2,16 @@
 export const MODEL_ID = 'vendor/model-1.13';
 export type ModelId = typeof MODEL_ID;
 
-/** Every numeric limit of docs/http-api.md#evaluate-post-v1systemone, in one place. Lengths count Unicode code points. */
+/**
+ * The request's numeric limits (docs/http-api.md#evaluate-post-v1systemone); each question type's own
+ * stand in its module (question-types/). Lengths count Unicode code points.
+ */
 export const LIMITS = {
   maxBodyBytes: 32_768,
   maxDepth: 64,
   minQuestions: 1,
   maxQuestions: 8,
   questionIdLength: { min: 1, max: 128 },
-  choiceOptions: { min: 2, max: 255 },
-  optionLabelLength: { min: 1, max: 256 },
-  scoreLevels: { min: 2, max: 10 },
 } as const;
 
 /** Length in Unicode code points (a surrogate pair is one character), as docs/http-api.md#evaluate-post-v1systemone counts lengths. */
@@ -29,4 +29,12 @@ export function codePointLength(text: string): number {
     }
   }
   return length;
+}
+
+/**
+ * For the `default` of a switch over a closed union: the compiler proves it unreachable, so a new
+ * member (a new question type) is a compile error at every switch that must handle it.
+ */
+export function unreachable(value: never): never {
+  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

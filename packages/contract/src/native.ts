@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { Answer, type EvaluationData, Usage } from './answer.ts';
+import { type EvaluationData, Usage } from './answer.ts';
 import { IssueSchema } from './envelope.ts';
 import { ERROR_TABLE, ERROR_TYPES, type GatewayFailure } from './errors.ts';
 import { MODEL_ID } from './limits.ts';
+import { Answer } from './question-types/index.ts';
 
 /**
  * The System One wire format served under `/native` (docs/http-api.md#the-other-doors), so the official SDKs and every

@@ -1,10 +1,12 @@
 import { z } from 'zod';
-import type { Answer } from './answer.ts';
+import { boundedText } from './content.ts';
 import { failure, type GatewayFailure, type Issue, summarizeIssues } from './errors.ts';
 import { LIMITS, MODEL_ID } from './limits.ts';
 import { isPlainObject } from './own-key-record.ts';
 import { nestingDepth, type Parsed } from './parse-request.ts';
-import { boundedText } from './question.ts';
+import { CHOICE_LIMITS } from './question-types/choice.ts';
+import type { Answer } from './question-types/index.ts';
+import { SCORE_LIMITS } from './question-types/score.ts';
 import type { EvaluationRequest } from './request.ts';
 import { parseWorded, toIssues } from './zod-issues.ts';
 
@@ -73,7 +75,7 @@ const Instructions = z.union([
   ),
 ]);
 const QuestionName = boundedText(LIMITS.questionIdLength.min, LIMITS.questionIdLength.max, 'a name');
-const Label = boundedText(LIMITS.optionLabelLength.min, LIMITS.optionLabelLength.max, 'a value');
+const Label = boundedText(CHOICE_LIMITS.labelLength.min, CHOICE_LIMITS.labelLength.max, 'a value');
 
 export const OpenAiQuestion = z.discriminatedUnion(
   'type',
@@ -89,8 +91,8 @@ export const OpenAiQuestion = z.discriminatedUnion(
       instructions: Instructions,
       choices: z
         .array(z.strictObject({ value: z.union([Label, z.boolean()]), description: z.string().optional() }))
-        .min(LIMITS.choiceOptions.min, { error: `needs at least ${LIMITS.choiceOptions.min} choices` })
-        .max(LIMITS.choiceOptions.max, { error: `takes at most ${LIMITS.choiceOptions.max} choices` }),
+        .min(CHOICE_LIMITS.options.min, { error: `needs at least ${CHOICE_LIMITS.options.min} choices` })
+        .max(CHOICE_LIMITS.options.max, { error: `takes at most ${CHOICE_LIMITS.options.max} choices` }),
     }),
     z.strictObject({
       type: z.literal('score'),
@@ -98,8 +100,8 @@ export const OpenAiQuestion = z.discriminatedUnion(
       instructions: Instructions,
       levels: z
         .array(z.strictObject({ label: Label, description: z.string().optional() }))
-        .min(LIMITS.scoreLevels.min, { error: `needs at least ${LIMITS.scoreLevels.min} levels` })
-        .max(LIMITS.scoreLevels.max, { error: `takes at most ${LIMITS.scoreLevels.max} levels` }),
+        .min(SCORE_LIMITS.levels.min, { error: `needs at least ${SCORE_LIMITS.levels.min} levels` })
+        .max(SCORE_LIMITS.levels.max, { error: `takes at most ${SCORE_LIMITS.levels.max} levels` }),
     }),
   ],
   { error: 'type must be predicate, choice or score' },

@@ -27,6 +27,7 @@ import {
 } from './openai-decisions.ts';
 import { Calibration, RecordedOutcomes, RecordOutcomesBody } from './outcomes.ts';
 import { recordShapeOf } from './own-key-record.ts';
+import { QUESTION_EXAMPLES } from './question-types/index.ts';
 import { EvaluationRequest } from './request.ts';
 
 /**
@@ -201,46 +202,13 @@ const ok = (id: string, description = 'Success') => ({
   content: json(id),
 });
 
-const EXAMPLES = {
-  choice: {
-    summary: 'choice',
-    value: {
-      model: MODEL_ID,
-      state: 'I was charged twice for my order.',
-      questions: {
-        team: {
-          type: 'choice',
-          instructions: 'Which team?',
-          criteria: { billing: 'payments, refunds', technical: null },
-        },
-      },
-    },
-  },
-  score: {
-    summary: 'score',
-    value: {
-      model: MODEL_ID,
-      state: { ticket: 'The app is down for everyone!' },
-      questions: {
-        urgency: { type: 'score', instructions: 'How urgent?', criteria: ['low', 'medium', 'high'] },
-      },
-    },
-  },
-  noul: {
-    summary: 'noul',
-    value: {
-      model: MODEL_ID,
-      state: ['I want my money back.'],
-      questions: {
-        refund: {
-          type: 'noul',
-          instructions: 'The customer asks for a refund.',
-          criteria: { true: 'asks for money back' },
-        },
-      },
-    },
-  },
-};
+/** One example request per question type, from each type's module. */
+const EXAMPLES = Object.fromEntries(
+  Object.entries(QUESTION_EXAMPLES).map(([type, example]) => [
+    type,
+    { summary: type, value: { model: MODEL_ID, ...example } },
+  ]),
+);
 
 const EVALUATE_ERRORS = ERROR_TYPES.filter((type) => type !== 'not_found' && type !== 'method_not_allowed');
 const AUTH_ERRORS = ['missing_api_key', 'invalid_api_key', 'internal_error', 'unavailable'] as const;

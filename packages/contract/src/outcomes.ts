@@ -1,25 +1,15 @@
 import { z } from 'zod';
-import { QUESTION_TYPES } from './question.ts';
+import { QUESTION_TYPES, Truth } from './question-types/index.ts';
 
 const QuestionType = z.enum(QUESTION_TYPES, { error: 'must be choice, score or noul' });
 
 /**
- * Outcomes and calibration (README.md#outcomes-and-calibration): callers report what turned out
+ * Outcomes and calibration (docs/outcomes.md): callers report what turned out
  * true, and the gateway measures how well each upstream's probabilities matched it.
  */
 
 /** The most truths one call may carry: as many as a decision can hold. */
 export const MAX_OUTCOMES = 400;
-
-/**
- * A question's truth: a choice's label (on an OpenAI-door decision, its value with its type), a
- * score's level index, a noul's boolean. Which one a question takes is checked against the
- * decision it belongs to.
- */
-export const Truth = z.union([z.string(), z.number(), z.boolean()], {
-  error: 'must be a label, a level index or a boolean',
-});
-export type Truth = z.infer<typeof Truth>;
 
 /** `POST /v1/outcomes`, and the tRPC mutation `outcomes.record`. */
 export const RecordOutcomesBody = z

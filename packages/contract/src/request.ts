@@ -1,7 +1,14 @@
 import { z } from 'zod';
+import { boundedText } from './content.ts';
 import { LIMITS, MODEL_ID } from './limits.ts';
 import { ownKeyRecord } from './own-key-record.ts';
-import { Question, QuestionId } from './question.ts';
+import { Question } from './question-types/index.ts';
+
+export const QuestionId = boundedText(
+  LIMITS.questionIdLength.min,
+  LIMITS.questionIdLength.max,
+  'a question ID',
+);
 
 export const Model = z.literal(MODEL_ID, {
   error: (issue) => (issue.input === undefined ? 'is required' : `must be "${MODEL_ID}"`),

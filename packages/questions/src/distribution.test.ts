@@ -1,7 +1,6 @@
 import type { ChoiceQuestion, ScoreQuestion } from '@decision-gateway/contract';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { choiceFromWeights, noulFromWeights, scoreFromWeights } from './answers.ts';
 import {
   argmax,
   choiceConfidence,
@@ -10,6 +9,7 @@ import {
   scoreConfidence,
   softmax,
 } from './distribution.ts';
+import { choiceFromWeights, noulFromWeights, scoreFromWeights } from './question-types/index.ts';
 
 const choice = (labels: string[]): ChoiceQuestion => ({
   type: 'choice',

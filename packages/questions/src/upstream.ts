@@ -17,7 +17,7 @@ export interface UpstreamCall {
   /** The request as an OpenAI-door caller wrote it: an `openai-decisions` upstream is sent exactly that. */
   original?: OpenAiOriginal;
   /**
-   * Where the trace of this call continues, while the gateway traces (README.md#tracing): opaque
+   * Where the trace of this call continues, while the gateway traces (docs/tracing.md): opaque
    * to upstreams, handed on to the HTTP client with the call.
    */
   trace?: unknown;

@@ -4,11 +4,11 @@ import type {
   QuestionType,
   ReliabilityBin,
 } from '@decision-gateway/contract';
-import type { Judged, KeptAnswer } from './decision-record.ts';
+import { behaviourOfType, type Judged, type KeptAnswer } from '@decision-gateway/questions';
 
 /**
  * How well an upstream's probabilities matched what callers reported
- * (README.md#outcomes-and-calibration), computed exactly as defined there: accuracy (the first
+ * (docs/outcomes.md), computed exactly as defined there: accuracy (the first
  * label on ties), Brier score, log loss (clamped at 1e−15), ten reliability bins and the expected
  * calibration error over them, MAE for scores; every number rounded to 6 decimals.
  */
@@ -22,44 +22,10 @@ export interface JudgedAnswer {
   truth: Judged;
 }
 
-const EPSILON = 1e-15;
 const round6 = (n: number) => Math.round(n * 1e6) / 1e6;
 
-/** The most likely label or level: the first on ties. */
-function top(p: readonly number[]): number {
-  let best = 0;
-  for (let i = 1; i < p.length; i++) if ((p[i] as number) > (p[best] as number)) best = i;
-  return best;
-}
-
-/** What one answer scores: the probability a bin places it by, whether it was right, its Brier and log loss. */
-function scored(judged: JudgedAnswer) {
-  const { answer, truth } = judged;
-  if (truth.type === 'noul') {
-    const p = answer.p as number;
-    const y = truth.value ? 1 : 0;
-    const clamped = Math.min(1 - EPSILON, Math.max(EPSILON, p));
-    return {
-      binned: p,
-      correct: p >= 0.5 === truth.value,
-      observed: truth.value,
-      brier: (p - y) ** 2,
-      logLoss: -(y * Math.log(clamped) + (1 - y) * Math.log(1 - clamped)),
-      absError: undefined,
-    };
-  }
-  const p = answer.p as number[];
-  const best = top(p);
-  const correct = best === truth.index;
-  return {
-    binned: p[best] as number,
-    correct,
-    observed: correct,
-    brier: p.reduce((sum, pk, k) => sum + (pk - (k === truth.index ? 1 : 0)) ** 2, 0),
-    logLoss: -Math.log(Math.max(p[truth.index] as number, EPSILON)),
-    absError: truth.type === 'score' ? Math.abs((answer.score ?? 0) - truth.index) : undefined,
-  };
-}
+/** What one answer scores, by its type's own rule: the probability a bin places it by, right or not, Brier, log loss. */
+const scored = ({ type, answer, truth }: JudgedAnswer) => behaviourOfType(type).score(answer, truth);
 
 /** Bin b holds [b/10, (b+1)/10), the last [0.9, 1.0]: compared with the bounds as JavaScript writes them. */
 function binOf(x: number): number {
@@ -79,13 +45,13 @@ export function calibrationGroup(
   let correct = 0;
   let brier = 0;
   let logLoss = 0;
-  let absError = 0;
+  let absError: number | null = null;
   for (const judged of answers) {
     const s = scored(judged);
     if (s.correct) correct++;
     brier += s.brier;
     logLoss += s.logLoss;
-    absError += s.absError ?? 0;
+    if (s.absError !== undefined) absError = (absError ?? 0) + s.absError;
     const bin = bins[binOf(s.binned)] as (typeof bins)[number];
     bin.count++;
     bin.predicted += s.binned;
@@ -113,7 +79,7 @@ export function calibrationGroup(
     brier: round6(brier / n),
     logLoss: round6(logLoss / n),
     ece: round6(ece),
-    mae: type === 'score' ? round6(absError / n) : null,
+    mae: absError === null ? null : round6(absError / n),
     bins: reliability,
   };
 }
@@ -170,10 +136,11 @@ export function escalationAdvice(
 ): EscalationAdvice {
   const n = answers.length;
   const right = answers.map((judged) => scored(judged).correct);
-  const steps = type === 'noul' ? 10 : 20;
+  const byBand = behaviourOfType(type).unsureBy === 'band';
+  const steps = byBand ? 10 : 20;
   for (let k = 0; k <= steps; k++) {
     const keep = answers.map((judged) => {
-      if (type !== 'noul') return compareFraction(judged.answer.confidence ?? 0, k, 20) >= 0;
+      if (!byBand) return compareFraction(judged.answer.confidence ?? 0, k, 20) >= 0;
       const p = judged.answer.p as number;
       // Outside [(10 − k)/20, (10 + k)/20]: below its low end or above its high end.
       return compareFraction(p, 10 - k, 20) < 0 || compareFraction(p, 10 + k, 20) > 0;
@@ -188,7 +155,7 @@ export function escalationAdvice(
         upstream,
         type,
         outcomes: n,
-        ...(type === 'noul'
+        ...(byBand
           ? { noulWithin: [round6(0.5 - threshold), round6(0.5 + threshold)] as [number, number] }
           : { confidenceBelow: threshold }),
         keptAccuracy: round6(keptRight / kept),
@@ -201,7 +168,7 @@ export function escalationAdvice(
     upstream,
     type,
     outcomes: n,
-    ...(type === 'noul' ? { noulWithin: null } : { confidenceBelow: null }),
+    ...(byBand ? { noulWithin: null } : { confidenceBelow: null }),
     keptAccuracy: null,
     escalatedShare: null,
   };

@@ -52,7 +52,7 @@ export interface OutcomeDeps {
 }
 
 /**
- * Outcomes and calibration (README.md#outcomes-and-calibration): a caller reports what turned out
+ * Outcomes and calibration (docs/outcomes.md): a caller reports what turned out
  * true for a decision of its key; an operator reads how well each upstream's probabilities
  * matched those truths, and which escalation threshold would reach a target accuracy.
  */

@@ -10,6 +10,7 @@ import {
   type CheckOptions,
   checkDecision,
   checkUsage,
+  isUnsure,
   MAX_TOKEN_COUNT,
   type Upstream,
   type UpstreamCall,
@@ -66,7 +67,7 @@ export type RouteOutcome =
       /**
        * Where more than one upstream answered: who gave each final answer, and for a question
        * answered again (escalated, or declined first) the first upstream's answer, which the
-       * final one replaced (README.md#outcomes-and-calibration). Absent: `upstream` answered all.
+       * final one replaced (docs/outcomes.md). Absent: `upstream` answered all.
        */
       attribution?: Attribution;
       upstreamRequestId?: string;
@@ -236,13 +237,7 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
   /** The questions whose answers are unsure by the route's escalation rule. */
   function unsure(answers: Record<string, Answer>, rule: Escalation): string[] {
     return Object.entries(answers)
-      .filter(([, answer]) => {
-        if (answer.type === 'noul') {
-          const within = rule.noulWithin;
-          return within !== undefined && answer.noul >= within[0] && answer.noul <= within[1];
-        }
-        return rule.confidenceBelow !== undefined && answer.confidence < rule.confidenceBelow;
-      })
+      .filter(([, answer]) => isUnsure(answer, rule))
       .map(([id]) => id);
   }
 

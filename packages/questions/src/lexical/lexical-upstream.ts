@@ -1,20 +1,16 @@
 import type { Answer, EvaluationRequest, Question, State, Usage } from '@decision-gateway/contract';
-import { answerFromWeights, choiceLabels } from '../answers.ts';
 import { softmax } from '../distribution.ts';
-import { renderContent, renderState, renderWhole } from '../render.ts';
+import { renderState } from '../prompt.ts';
+import { behaviourOf } from '../question-types/index.ts';
+import { renderWhole } from '../render.ts';
 import { countTokens } from '../tokens.ts';
 import type { Upstream, UpstreamCall, UpstreamOutcome } from '../upstream.ts';
-import { bm25Scores } from './bm25.ts';
 import { terms } from './terms.ts';
+
+export { NOUL_EVIDENCE_BIAS } from '../question-types/index.ts';
 
 /** Softmax temperature over BM25 scores: one distinctive shared term gives about 4:1 odds. */
 export const TEMPERATURE = 0.5;
-/**
- * A statement needs evidence: with no overlap at all a noul leans to "false" (≈ 0.38), and one
- * distinctive term shared with the state tips it above 0.5.
- */
-export const NOUL_EVIDENCE_BIAS = 0.25;
-
 /**
  * The built-in upstream: a lexical relevance baseline, NOT a language model. It ranks options by
  * BM25 relevance between the state and each option's label and description,
@@ -25,26 +21,8 @@ export function answerLexically(state: State, question: Question): Answer {
   // The state is the evidence. Instructions say what to decide, not what is true: words they
   // share with one option ("How urgent?" vs "not urgent") must not tip the answer.
   const query = terms(renderState(state));
-  switch (question.type) {
-    case 'choice': {
-      const documents = choiceLabels(question).map((label) =>
-        terms(`${label}\n${renderContent(question.criteria[label])}`),
-      );
-      return answerFromWeights(question, softmax(bm25Scores(query, documents), TEMPERATURE));
-    }
-    case 'score': {
-      const documents = question.criteria.map((level) => terms(renderContent(level)));
-      return answerFromWeights(question, softmax(bm25Scores(query, documents), TEMPERATURE));
-    }
-    case 'noul': {
-      // The statement itself describes "true"; the state is what it is tested against.
-      const criteria = question.criteria ?? {};
-      const trueSide = terms(`${renderContent(question.instructions)}\n${renderContent(criteria.true)}`);
-      const falseSide = terms(renderContent(criteria.false));
-      const [forTrue = 0, forFalse = 0] = bm25Scores(query, [trueSide, falseSide]);
-      return answerFromWeights(question, softmax([forTrue - NOUL_EVIDENCE_BIAS, forFalse], TEMPERATURE));
-    }
-  }
+  const behaviour = behaviourOf(question);
+  return behaviour.fromWeights(question, softmax(behaviour.lexicalScores(query, question), TEMPERATURE));
 }
 
 /**

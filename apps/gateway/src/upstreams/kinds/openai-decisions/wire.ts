@@ -6,7 +6,9 @@ import {
   type OpenAiOriginal,
   type OpenAiQuestion,
   type Question,
+  type QuestionOf,
   type UsageDetails,
+  unreachable,
 } from '@decision-gateway/contract';
 import { choiceLabels } from '@decision-gateway/questions';
 
@@ -29,46 +31,57 @@ export function inputOf(state: EvaluationRequest['state']): OpenAiDecisionReques
 
 /** One gateway question as OpenAI's, named by its ID. */
 export function questionOf(id: string, question: Question): OpenAiQuestion {
-  if (question.type === 'noul') {
-    const criteria = question.criteria ?? {};
-    const lines = [
-      criteria.true === undefined || criteria.true === null ? undefined : `True if: ${textOf(criteria.true)}`,
-      criteria.false === undefined || criteria.false === null
-        ? undefined
-        : `False if: ${textOf(criteria.false)}`,
-    ].filter((line): line is string => line !== undefined);
-    const instructions = textOf(question.instructions);
-    return {
-      type: 'predicate',
-      name: id,
-      instructions: lines.length > 0 ? `${instructions}\n\n${lines.join('\n')}` : instructions,
-    };
+  switch (question.type) {
+    case 'noul':
+      return predicateOf(id, question);
+    case 'choice':
+      return {
+        type: 'choice',
+        name: id,
+        instructions:
+          question.instructions === undefined || question.instructions === null
+            ? 'Choose the option that fits best.'
+            : textOf(question.instructions),
+        choices: choiceLabels(question).map((label) => {
+          const description = question.criteria[label];
+          return description === null || description === undefined
+            ? { value: label }
+            : { value: label, description: textOf(description) };
+        }),
+      };
+    case 'score':
+      return {
+        type: 'score',
+        name: id,
+        instructions:
+          question.instructions === undefined || question.instructions === null
+            ? 'Rate the input on these levels.'
+            : textOf(question.instructions),
+        levels: question.criteria.map((description, i) =>
+          description === null
+            ? { label: String(i) }
+            : { label: String(i), description: textOf(description) },
+        ),
+      };
+    default:
+      return unreachable(question);
   }
-  if (question.type === 'choice')
-    return {
-      type: 'choice',
-      name: id,
-      instructions:
-        question.instructions === undefined || question.instructions === null
-          ? 'Choose the option that fits best.'
-          : textOf(question.instructions),
-      choices: choiceLabels(question).map((label) => {
-        const description = question.criteria[label];
-        return description === null || description === undefined
-          ? { value: label }
-          : { value: label, description: textOf(description) };
-      }),
-    };
+}
+
+/** A noul as OpenAI's predicate: its criteria become "True if" and "False if" lines. */
+function predicateOf(id: string, question: QuestionOf<'noul'>): OpenAiQuestion {
+  const criteria = question.criteria ?? {};
+  const lines = [
+    criteria.true === undefined || criteria.true === null ? undefined : `True if: ${textOf(criteria.true)}`,
+    criteria.false === undefined || criteria.false === null
+      ? undefined
+      : `False if: ${textOf(criteria.false)}`,
+  ].filter((line): line is string => line !== undefined);
+  const instructions = textOf(question.instructions);
   return {
-    type: 'score',
+    type: 'predicate',
     name: id,
-    instructions:
-      question.instructions === undefined || question.instructions === null
-        ? 'Rate the input on these levels.'
-        : textOf(question.instructions),
-    levels: question.criteria.map((description, i) =>
-      description === null ? { label: String(i) } : { label: String(i), description: textOf(description) },
-    ),
+    instructions: lines.length > 0 ? `${instructions}\n\n${lines.join('\n')}` : instructions,
   };
 }
 
@@ -155,7 +168,22 @@ function answerOf(raw: Record<string, unknown>, question: Question): unknown {
   if (raw.type === 'refusal') return { type: 'refusal' };
   if (TYPES[raw.type as keyof typeof TYPES] !== question.type)
     return `.type: ${JSON.stringify(raw.type)} answers a ${question.type} question`;
-  if (question.type === 'noul') return { type: 'noul', noul: raw.probability };
+  switch (question.type) {
+    case 'noul':
+      return { type: 'noul', noul: raw.probability };
+    case 'choice':
+    case 'score':
+      return distributionAnswerOf(raw, question);
+    default:
+      return unreachable(question);
+  }
+}
+
+/** A choice's or a score's answer: OpenAI lists `{value, probability}` pairs where the gateway keys them. */
+function distributionAnswerOf(
+  raw: Record<string, unknown>,
+  question: QuestionOf<'choice'> | QuestionOf<'score'>,
+): unknown {
   const pairs = Array.isArray(raw.probabilities) ? raw.probabilities : undefined;
   if (pairs === undefined) return '.probabilities: not an array';
   const probabilities: Record<string, unknown> = {};

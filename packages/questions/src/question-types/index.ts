@@ -1,0 +1,36 @@
+import type { Answer, Question, QuestionType } from '@decision-gateway/contract';
+import type { QuestionBehaviour, UnsureRule } from './behaviour.ts';
+import { choice } from './choice.ts';
+import { noul } from './noul.ts';
+import { score } from './score.ts';
+
+/**
+ * Every question type's behaviour, by type. The mapped type makes a type of the contract without
+ * a module here a compile error.
+ */
+export const QUESTION_BEHAVIOURS: { readonly [T in QuestionType]: QuestionBehaviour<T> } = {
+  choice,
+  score,
+  noul,
+};
+
+/** The behaviour of a question's own type, typed for that question. */
+export function behaviourOf<Q extends Question>(question: Q): QuestionBehaviour<Q['type']> {
+  // TypeScript cannot correlate `question.type` with the mapped entry; the registry's type guarantees it.
+  return QUESTION_BEHAVIOURS[question.type] as unknown as QuestionBehaviour<Q['type']>;
+}
+
+/** The behaviour of a type, for code that holds the type alone (a decision record, a calibration group). */
+export function behaviourOfType<T extends QuestionType>(type: T): QuestionBehaviour<T> {
+  return QUESTION_BEHAVIOURS[type] as unknown as QuestionBehaviour<T>;
+}
+
+/** Whether an answer is unsure by a route's rule: its type says which threshold applies. */
+export function isUnsure(answer: Answer, rule: UnsureRule): boolean {
+  return behaviourOfType(answer.type).unsure(answer, rule);
+}
+
+export * from './behaviour.ts';
+export { choiceFromWeights, choiceLabels } from './choice.ts';
+export { DEFAULT_NOUL_CRITERIA, NOUL_EVIDENCE_BIAS, noulFromWeights } from './noul.ts';
+export { scoreFromWeights, scoreLegend } from './score.ts';
