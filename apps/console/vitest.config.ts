@@ -1,4 +1,5 @@
 import { defineProject } from 'vitest/config';
+import { testFiles } from '../../test-scope.ts';
 
 // Unit tests beside the code (the question editor, the chart data) and the end-to-end suite in a
 // real Chromium (test/): part of the root `pnpm test`.
@@ -9,7 +10,7 @@ export default defineProject({
   },
   test: {
     name: 'console',
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    ...testFiles(['src/**/*.test.ts', 'test/**/*.test.ts']),
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },
