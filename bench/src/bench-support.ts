@@ -27,15 +27,15 @@ export async function createBenchKeys(path: string, count: number): Promise<stri
   }
 }
 
-/** Replace what the README holds between `<!-- name:start -->` and `<!-- name:end -->`. */
-export function updateReadmeSection(name: string, content: string) {
-  const path = join(repoRoot, 'README.md');
+/** Replace what a page of docs/ holds between `<!-- name:start -->` and `<!-- name:end -->`. */
+export function updateDocSection(page: 'performance.md' | 'usage.md', name: string, content: string) {
+  const path = join(repoRoot, 'docs', page);
   const readme = readFileSync(path, 'utf8');
   const start = `<!-- ${name}:start -->`;
   const end = `<!-- ${name}:end -->`;
   const from = readme.indexOf(start);
   const to = readme.indexOf(end);
-  if (from === -1 || to === -1) throw new Error(`README.md has no ${start} … ${end} section`);
+  if (from === -1 || to === -1) throw new Error(`docs/${page} has no ${start} … ${end} section`);
   writeFileSync(path, `${readme.slice(0, from + start.length)}\n${content}\n${readme.slice(to)}`);
 }
 

@@ -1,7 +1,7 @@
 // pnpm bench:compare <git-ref> [<git-ref>…]: this checkout's REST gateway beside the one at each
 // <git-ref>, in one run, on one machine, against one stand-in upstream and one baseline relay. Ratios taken in
 // different runs (or on different machines) move by more than the changes they are meant to show;
-// side by side, round by round, they do not. See the README's Performance section.
+// side by side, round by round, they do not. See docs/performance.md.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';

@@ -12,7 +12,7 @@ import {
 } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createBenchKey, updateReadmeSection } from './bench-support.ts';
+import { createBenchKey, updateDocSection } from './bench-support.ts';
 import { measureLoad, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 import { BENCH_REQUEST } from './request.ts';
@@ -168,7 +168,7 @@ async function main() {
     writeFileSync(join(repoRoot, 'bench/results/profile.json'), `${JSON.stringify(report, null, 2)}\n`);
     const table = renderProfile(report);
     process.stdout.write(`\n${table}\n`);
-    updateReadmeSection('profile', table);
+    updateDocSection('performance.md', 'profile', table);
   } finally {
     for (const running of processes.reverse()) await running.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -2,7 +2,7 @@
 // history (BENCH_USAGE_RECORDS, 20 million by default) written as the release before the rollups
 // wrote it, upgraded by this release (the fold), then the operator's reads timed, a caller's p99
 // measured with and without an operator reading, and the database's size extrapolated. See the
-// README's "Usage at any volume" section.
+// docs/usage.md.
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +20,7 @@ import {
 } from '@decision-gateway/gateway';
 import Database from 'better-sqlite3';
 import { Pool } from 'undici';
-import { createBenchDatabase, createBenchKey, updateReadmeSection } from './bench-support.ts';
+import { createBenchDatabase, createBenchKey, updateDocSection } from './bench-support.ts';
 import { type Running, startProcess } from './processes.ts';
 import { BENCH_REQUEST } from './request.ts';
 
@@ -314,5 +314,5 @@ export async function runUsageVolumeBench(): Promise<string> {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const table = await runUsageVolumeBench();
   process.stdout.write(`\n${table}\n`);
-  if (!process.env.BENCH_USAGE_RECORDS) updateReadmeSection('bench-usage', table);
+  if (!process.env.BENCH_USAGE_RECORDS) updateDocSection('usage.md', 'bench-usage', table);
 }

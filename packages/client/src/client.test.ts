@@ -274,6 +274,14 @@ describe('browser guard', () => {
 });
 
 describe('the README example', () => {
+  it('is packages/client/examples/quickstart.ts as it stands', async () => {
+    const { readFileSync } = await import('node:fs');
+    const read = (path: string) => readFileSync(new URL(path, import.meta.url), 'utf8');
+    const example = read('../examples/quickstart.ts').trimEnd();
+    const blocks = [...read('../../../README.md').matchAll(/```ts\n([\s\S]*?)\n```/g)].map((m) => m[1]);
+    expect(blocks).toContain(example);
+  });
+
   it('runs against a real gateway and prints typed answers', async () => {
     const { execFile } = await import('node:child_process');
     const { promisify } = await import('node:util');
