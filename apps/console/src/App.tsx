@@ -107,7 +107,7 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
           {(id) => (
             <input
               id={id}
-              // A text field (README.md#console), masked by CSS: a password input has no textbox role.
+              // A text field (docs/console.md), masked by CSS: a password input has no textbox role.
               type="text"
               className="secret"
               autoComplete="off"

@@ -1,7 +1,7 @@
 import type { ReactNode } from 'react';
 
 /**
- * A chart as assistive technology meets it: one image with a name (README.md#console) and a short text
+ * A chart as assistive technology meets it: one image with a name (docs/console.md) and a short text
  * summary, while Recharts draws the picture inside.
  */
 export function Chart({ name, summary, children }: { name: string; summary: string; children: ReactNode }) {

@@ -5,7 +5,7 @@ import { RANGES, type Range, rangeStart } from './chart-data.ts';
 import { RangeButtons, UsageCharts } from './UsageCharts.tsx';
 
 /**
- * The page an operator lands on (README.md#console): all keys together over 24 h, 7 d or 30 d, the
+ * The page an operator lands on (docs/console.md): all keys together over 24 h, 7 d or 30 d, the
  * splits by route, by upstream and the keys that spent most, and the cache's share of answers.
  * Everything comes from the usage rollups, so it loads as fast after a year as after a day.
  */

@@ -16,7 +16,7 @@ import { Chart } from './Chart.tsx';
 import { Field } from './Field.tsx';
 
 /**
- * How right each upstream was (README.md#outcomes-and-calibration): per upstream and question type
+ * How right each upstream was (docs/outcomes.md): per upstream and question type
  * the outcomes callers reported, accuracy, Brier score and calibration error; the reliability
  * diagram of the selected row; and, for each route that escalates, the `confidenceBelow` advised
  * for the target accuracy typed in.

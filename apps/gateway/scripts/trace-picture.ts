@@ -3,7 +3,7 @@
 // Starts the gateway as `pnpm start` does, with OpenTelemetry's variables pointing at a real
 // OTLP/HTTP receiver on loopback, and System One stand-ins behind a route with a fallback and an
 // escalation. Sends one request, waits for its spans, and draws them as a trace viewer does
-// (docs/trace.png, in Chromium), printing the same tree as text. README.md#tracing shows both.
+// (docs/trace.png, in Chromium), printing the same tree as text. docs/tracing.md shows both.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';

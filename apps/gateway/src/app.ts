@@ -71,9 +71,9 @@ export interface GatewayServices {
   evaluator: Evaluator;
   tokens: TokenService;
   keys: KeyService;
-  /** Usage series and summaries, from the rollups (README.md#usage-at-any-volume). */
+  /** Usage series and summaries, from the rollups (docs/usage.md). */
   reports: UsageReports;
-  /** Outcomes callers report, and the calibration measured from them (README.md#outcomes-and-calibration). */
+  /** Outcomes callers report, and the calibration measured from them (docs/outcomes.md). */
   outcomes: Outcomes;
   /** RATE_LIMIT_PER_MINUTE, and the clock of keys and rate limits: for what callers do besides evaluating. */
   defaultRateLimitPerMinute: number;
@@ -167,7 +167,7 @@ export interface OpenedGateway {
 }
 
 /**
- * The gateway the configuration describes (README.md#configuration): its store, Redis
+ * The gateway the configuration describes (docs/operating.md#configuration): its store, Redis
  * (shared rate limits and decision cache), upstreams and routes. Throws when the store cannot be
  * opened.
  */
@@ -249,7 +249,7 @@ export async function openGateway(config: Config, logger: Logger): Promise<Opene
     decisionRetentionDays: config.retention.decisionDays,
     ...(rateLimiter && { rateLimiter }),
   });
-  // The upgrade's fold and retention, in the background from now on (README.md#usage-at-any-volume).
+  // The upgrade's fold and retention, in the background from now on (docs/usage.md).
   const maintenance = startMaintenance({
     store,
     tasks: [

@@ -4,7 +4,7 @@ import type { Store } from './store/store.ts';
 export const BOOTSTRAP_CREDITS = 100;
 
 /**
- * First run on the embedded default (README.md#admin-api): with no key in the store, create `bootstrap` with
+ * First run on the embedded default (docs/operating.md#admin-api): with no key in the store, create `bootstrap` with
  * 100 credits and return its plain key, to be printed once. Otherwise undefined.
  */
 export async function ensureBootstrapKey(store: Store, keys: KeyService): Promise<string | undefined> {

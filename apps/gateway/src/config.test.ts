@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config.ts';
 
 describe('loadConfig', () => {
-  it('has the documented defaults (README, Configuration)', () => {
+  it('has the documented defaults (docs/operating.md#configuration)', () => {
     const loaded = loadConfig({});
     if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
     expect(loaded.config).toMatchObject({
@@ -124,7 +124,7 @@ describe('loadConfig', () => {
     if (!loaded.ok) expect(loaded.problems.join('\n')).toContain(problem);
   });
 
-  describe('tracing (README.md#tracing)', () => {
+  describe('tracing (docs/tracing.md)', () => {
     const tracing = (env: Record<string, string>) => {
       const loaded = loadConfig(env);
       if (!loaded.ok) throw new Error(loaded.problems.join('\n'));

@@ -57,11 +57,11 @@ const SAMPLERS = [
   'parentbased_traceidratio',
 ] as const;
 
-/** The connection timeouts (README.md#configuration): the environment's defaults and the server's are these. */
+/** The connection timeouts (docs/operating.md#configuration): the environment's defaults and the server's are these. */
 export const TIMEOUT_DEFAULTS = { requestMs: 30_000, shutdownMs: 30_000 } as const;
 
 /**
- * The gateway's configuration (README.md#operating-the-gateway), read from the environment and validated at start.
+ * The gateway's configuration (docs/operating.md), read from the environment and validated at start.
  * An empty variable counts as unset.
  */
 export const ConfigSchema = z
@@ -76,7 +76,7 @@ export const ConfigSchema = z
       .optional(),
     /** PostgreSQL: connections in each instance's pool. */
     DATABASE_POOL_SIZE: integer(10, 1, 1000),
-    /** The deadline of every store call (README.md#operating-the-gateway); past it the request gets 503. */
+    /** The deadline of every store call (docs/operating.md); past it the request gets 503. */
     STORE_TIMEOUT_MS: integer(2_000, 1, 600_000),
     REDIS_URL: z
       .string()
@@ -96,7 +96,7 @@ export const ConfigSchema = z
     UPSTREAM_MODEL: z.string().min(1).optional(),
     UPSTREAM_TIMEOUT_MS: integer(UPSTREAM_DEFAULTS.timeoutMs, 1, 600_000),
     UPSTREAM_MAX_RETRIES: integer(UPSTREAM_DEFAULTS.maxRetries, 0, 10),
-    /** The largest upstream answer read; over it → 502 (README.md#operating-the-gateway). Applies to every upstream. */
+    /** The largest upstream answer read; over it → 502 (docs/operating.md). Applies to every upstream. */
     UPSTREAM_MAX_BODY_BYTES: integer(1_048_576, 1024, 1_073_741_824),
     /** openai: how many alternatives to ask for; OpenAI allows up to 20, vLLM its max_logprobs. */
     UPSTREAM_TOP_LOGPROBS: integer(DEFAULT_TOP_LOGPROBS, 2, 100),
@@ -130,7 +130,7 @@ export const ConfigSchema = z
         error: 'must be fatal, error, warn, info, debug, trace or silent',
       })
       .default('info'),
-    // OpenTelemetry's own variables (README.md#tracing): judged here so that a mistyped value stops
+    // OpenTelemetry's own variables (docs/tracing.md): judged here so that a mistyped value stops
     // the start with a message instead of the SDK's silent fallback; the SDK then reads them itself.
     OTEL_SDK_DISABLED: z.string().optional(),
     OTEL_TRACES_EXPORTER: z

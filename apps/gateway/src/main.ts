@@ -24,7 +24,7 @@ const { gateway } = opened;
 if (config.embeddedDatabase) {
   const key = await ensureBootstrapKey(gateway.services.store, gateway.services.keys);
   if (key !== undefined) {
-    // The one place a key is ever printed (README.md#admin-api): standard output, once.
+    // The one place a key is ever printed (docs/operating.md#admin-api): standard output, once.
     process.stdout.write(
       `\nCreated the bootstrap API key (100 credits). It is shown only this once:\n\n  ${key}\n\n` +
         `Try it:  export DG_API_KEY=${key}\n\n`,
@@ -70,7 +70,7 @@ async function shutdown(signal: string) {
   );
   try {
     // Within SHUTDOWN_TIMEOUT_MS, whatever clients do: past it every connection is closed and
-    // every reservation still held is released (README.md#timeouts-and-what-sigterm-guarantees).
+    // every reservation still held is released (docs/operating.md#timeouts-and-what-sigterm-guarantees).
     await gateway.drain();
     await opened.close();
     await tracing?.shutdown();

@@ -93,7 +93,7 @@ describe('pnpm keys CLI', () => {
     const negative = await cli('credits', key.id, '-1');
     expect(negative.code).toBe(1);
     expect(negative.stderr).toContain('40001');
-    // The ceiling of 1,000,000,000 credits (README.md#admin-api), reached in two steps: each amount is allowed.
+    // The ceiling of 1,000,000,000 credits (docs/operating.md#admin-api), reached in two steps: each amount is allowed.
     expect((await cli('credits', key.id, '1000000000', '--json')).json().credits).toBe(1_000_000_000);
     const over = await cli('credits', key.id, '0.000001');
     expect(over.code).toBe(1);

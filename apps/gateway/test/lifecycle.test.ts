@@ -75,7 +75,7 @@ describe('graceful drain', () => {
     );
     const gw = await startGateway({ upstream });
     // Keep-alive connections opened before the drain, one per request sent during it: each answer
-    // in a drain closes its connection (README.md#operating-the-gateway), so no request may need a new one.
+    // in a drain closes its connection (docs/operating.md), so no request may need a new one.
     const forReady = new Pool(gw.url, { connections: 1 });
     const forLate = new Pool(gw.url, { connections: 1 });
     try {

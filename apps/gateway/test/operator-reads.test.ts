@@ -4,7 +4,7 @@ import { ADMIN_TOKEN, bearer, get, post, sampleRequest, startGateway, type TestG
 import { seedRollupHistory } from './support/usage-history.ts';
 
 /**
- * No caller waits for an operator (README.md#usage-at-any-volume): on SQLite the operator's reads
+ * No caller waits for an operator (docs/usage.md): on SQLite the operator's reads
  * run on their own thread, so a caller's p99 rises by at most 25 ms while the console reads
  * series, summaries and usage back to back over a month of history from 300 keys.
  */

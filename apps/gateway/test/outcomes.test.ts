@@ -23,7 +23,7 @@ import {
 import { json, type SeenRequest, startStandIn } from './stand-in-upstream.ts';
 
 /**
- * Outcomes and calibration end to end (README.md#outcomes-and-calibration): two System One
+ * Outcomes and calibration end to end (docs/outcomes.md): two System One
  * stand-ins answer with distributions scripted by the case number in the state; decisions go
  * through REST and tRPC, their truths come back through REST and tRPC, and the calibration the
  * gateway reports is compared with one computed here from the same numbers.

@@ -11,7 +11,7 @@ import { type GatewayProcess, listeningAddress, startGatewayProcess } from './ga
 import { ADMIN_TOKEN, bearer, get, post, sampleRequest, sleep } from './harness.ts';
 import { createTestDatabase, TEST_REDIS_URL } from './services.ts';
 
-// README.md#scaling-out: three gateway processes on one PostgreSQL database and one Redis
+// docs/scaling-out.md: three gateway processes on one PostgreSQL database and one Redis
 // behave as one gateway.
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 
 /**
- * The machine's PostgreSQL and Redis, which the full suite needs (README "Running the tests").
+ * The machine's PostgreSQL and Redis, which the full suite needs (the README's quick start).
  * TEST_DATABASE_URL and TEST_REDIS_URL point elsewhere; each test run makes its own database and
  * Redis key prefix, and removes them.
  */

@@ -13,7 +13,7 @@ import { ADMIN_TOKEN, bearer, get, post, sampleRequest, sleep } from './harness.
 import { type OtlpReceiver, type ReceivedSpan, shapeOf, startOtlpReceiver, treeOf } from './otlp-receiver.ts';
 import { json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
 
-// README.md#tracing: a real gateway process started with OpenTelemetry's standard variables,
+// docs/tracing.md: a real gateway process started with OpenTelemetry's standard variables,
 // exporting to a real OTLP/HTTP receiver on loopback; upstreams are System One stand-ins.
 
 const UPSTREAM_KEY = 'sk-upstream-secret-0123456789abcdef';

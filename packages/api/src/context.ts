@@ -32,6 +32,6 @@ export interface ApiContext {
   listModels(operation: Operation): Promise<OperationResult<ModelList>>;
   /** Mints a short-lived browser token for the calling API key (docs/browsers.md). */
   createToken(operation: Operation): Promise<OperationResult<CreatedToken>>;
-  /** Records what turned out true for a decision of the calling key (README.md#outcomes-and-calibration). */
+  /** Records what turned out true for a decision of the calling key (docs/outcomes.md). */
   recordOutcomes(operation: Operation): Promise<OperationResult<RecordedOutcomes>>;
 }

@@ -66,7 +66,7 @@ export type LevelNumber<Levels extends readonly unknown[]> =
   LevelIndex<Levels> extends `${infer N extends number}` ? N : never;
 
 /**
- * What turned out true for a question (README.md#outcomes-and-calibration): a choice one of its
+ * What turned out true for a question (docs/outcomes.md): a choice one of its
  * labels, a score a level index, a noul a boolean.
  */
 export type TruthOf<Q> =

@@ -66,7 +66,7 @@ export interface GatewayClient {
   /** Mints a short-lived token for a browser (API key only; on your server). */
   createToken(options?: CreateTokenBody): Promise<CreatedToken>;
   /**
-   * Reports what turned out true for a decision (README.md#outcomes-and-calibration). Given the
+   * Reports what turned out true for a decision (docs/outcomes.md). Given the
    * decision `evaluate` returned, each truth is typed by its question: a choice takes one of its
    * labels, a score a level index, a noul a boolean. Given only its request id, name the questions'
    * type (`recordOutcome<typeof questions>(id, …)`) to keep that typing. Recording again replaces.

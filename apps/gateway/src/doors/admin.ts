@@ -34,11 +34,11 @@ export interface AdminDoorOptions extends DoorOptions {
   /** The decision cache, when a route has one (docs/routes.md#decision-cache). */
   cache?: DecisionCache;
   tokens: TokenService;
-  /** The upstreams' health and the routes (README.md#admin-api), for the console. */
+  /** The upstreams' health and the routes (docs/operating.md#admin-api), for the console. */
   upstreams(): UpstreamHealth;
 }
 
-/** Admin API (README.md#admin-api); registered only when ADMIN_TOKEN is set, so otherwise every path is 404. */
+/** Admin API (docs/operating.md#admin-api); registered only when ADMIN_TOKEN is set, so otherwise every path is 404. */
 export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
   door(app, 'admin', { ...opts, ownsNotFound: false });
   // The token is checked before the body is read: no credential, no parsing.
@@ -108,7 +108,7 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
     return reply(await opts.keys.usage(request.params.id, query.value.limit), res);
   });
 
-  // README.md#admin-api, docs/browsers.md: a token for a key, minted by the operator (the console's playground uses it).
+  // docs/operating.md#admin-api, docs/browsers.md: a token for a key, minted by the operator (the console's playground uses it).
   app.post<{ Params: { id: string } }>('/admin/keys/:id/tokens', async (request, res) => {
     const body = parseAdminInput(CreateTokenBody, request.body ?? {});
     if (!body.ok) return sendFailure(res, body.error);
@@ -120,21 +120,21 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
     return minted.ok ? sendSuccess(res, minted.value, 201) : sendFailure(res, minted.error);
   });
 
-  // README.md#admin-api: usage summed per step, for the console's charts.
+  // docs/operating.md#admin-api: usage summed per step, for the console's charts.
   app.get('/admin/usage/series', async (request, res) => {
     const query = parseAdminInput(UsageSeriesQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
     return reply(await opts.reports.series(query.value), res);
   });
 
-  // README.md#usage-at-any-volume: totals, by route, by upstream and top keys, for the console's Overview.
+  // docs/usage.md: totals, by route, by upstream and top keys, for the console's Overview.
   app.get('/admin/usage/summary', async (request, res) => {
     const query = parseAdminInput(UsageSummaryQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
     return reply(await opts.reports.summary(query.value), res);
   });
 
-  // README.md#outcomes-and-calibration: how well each upstream's probabilities matched the outcomes.
+  // docs/outcomes.md: how well each upstream's probabilities matched the outcomes.
   app.get('/admin/calibration', async (request, res) => {
     const query = parseAdminInput(CalibrationQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
@@ -143,7 +143,7 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
 
   app.get('/admin/upstreams', async (_request, res) => sendSuccess(res, opts.upstreams()));
 
-  // README.md#admin-api: drops cached decisions, all or one key's; with no cache configured there are none.
+  // docs/operating.md#admin-api: drops cached decisions, all or one key's; with no cache configured there are none.
   app.delete('/admin/cache', async (request, res) => {
     const query = parseAdminInput(CachePurgeQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);

@@ -57,7 +57,7 @@ export function createCallerActions(deps: {
     },
 
     /**
-     * `POST /v1/outcomes` (README.md#outcomes-and-calibration): an API key, or a token of the key
+     * `POST /v1/outcomes` (docs/outcomes.md): an API key, or a token of the key
      * that asked, reports what turned out true. It takes a rate-limit token like an evaluation;
      * no credits, no usage record.
      */

@@ -25,7 +25,7 @@ const CONTENT_SECURITY_POLICY = [
 ].join('; ');
 
 /**
- * The operators' console at /console (README.md#console): built static files, served only when the admin
+ * The operators' console at /console (docs/console.md): built static files, served only when the admin
  * API is on (the page is its client). The admin token never travels in a URL or a cookie: the page
  * keeps it in sessionStorage and sends it as a header.
  */

@@ -41,7 +41,7 @@ interface RawBodyDoorShape {
   headers?(requestId: string): Record<string, string>;
   /**
    * Serves `POST /v1/tokens` (docs/browsers.md) and `POST /v1/outcomes`
-   * (README.md#outcomes-and-calibration): the REST door does.
+   * (docs/outcomes.md): the REST door does.
    */
   callerActions?: boolean;
 }

@@ -76,7 +76,7 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
     };
 
     const credentials = { authorization: request.headers.authorization, origin: originOf(request) };
-    /** An operation that reads the store: storage trouble is its 503, not a 500 (README.md#operating-the-gateway). */
+    /** An operation that reads the store: storage trouble is its 503, not a 500 (docs/operating.md). */
     const storeGuarded = async <T>(
       requestId: string,
       run: () => Promise<OperationResult<T>>,
@@ -204,7 +204,7 @@ function inputFailure(error: unknown): GatewayFailure {
 
 /**
  * One `POST /trpc/evaluate` with no query (what httpLink sends): answered without tRPC's
- * fetch-style resolver, which costs more than half the throughput at c=64 (see the README's
+ * fetch-style resolver, which costs more than half the throughput at c=64 (see docs/performance.md's
  * bench). The raw body goes to the core as on REST; the answer is written in tRPC's format, byte
  * for byte what the adapter writes (trpc-fast-path.test.ts compares the two for a success and
  * every error code). Batches, streams, queries and everything else take the adapter.

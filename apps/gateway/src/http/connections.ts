@@ -27,9 +27,9 @@ const IDLE_GRACE_MS = 1_000;
 const QUIET_MS = 250;
 
 export interface ConnectionOptions {
-  /** README.md#operating-the-gateway: headers and body must have arrived within this (408 otherwise). */
+  /** docs/operating.md: headers and body must have arrived within this (408 otherwise). */
   requestTimeoutMs: number;
-  /** README.md#operating-the-gateway: the longest a drain waits before closing every connection. */
+  /** docs/operating.md: the longest a drain waits before closing every connection. */
   shutdownTimeoutMs: number;
   logger: Logger;
   /** Told of every answer written below the router (408, 431), for metrics. */
@@ -109,7 +109,7 @@ export function createConnections(options: ConnectionOptions) {
       }
     },
 
-    /** Node's own timers for the REQUEST_TIMEOUT_MS of README.md#operating-the-gateway, checked often enough to be punctual. */
+    /** Node's own timers for the REQUEST_TIMEOUT_MS of docs/operating.md, checked often enough to be punctual. */
     serverOptions() {
       const timeout = options.requestTimeoutMs;
       return {

@@ -150,7 +150,7 @@ export function buildServer(services: GatewayServices): Gateway {
         labelMass: log?.labelMass,
         reason: log?.reason,
         elapsedMs: Math.round(performance.now() - request.startedAt),
-        // While tracing: the SERVER span's ids (README.md#tracing).
+        // While tracing: the SERVER span's ids (docs/tracing.md).
         ...(request.traceParent && traceIdsOf(request.traceParent)),
       },
       'request',

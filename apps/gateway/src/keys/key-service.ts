@@ -18,7 +18,7 @@ export type KeyResult<T> = { ok: true; value: T } | { ok: false; error: GatewayF
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** The key object of README.md#admin-api: what the admin API and the CLI show. Never the hash. */
+/** The key object of docs/operating.md#admin-api: what the admin API and the CLI show. Never the hash. */
 export function keyObject(key: KeyRecord): KeyObject {
   return {
     id: key.id,
@@ -59,7 +59,7 @@ const notFound = (id: string) => failure('not_found', `no key with id "${id}"`);
 export function createKeyService(
   store: Store,
   clock: () => number = Date.now,
-  /** The routes of the configuration: a key's route must be one of them (README.md#admin-api). */
+  /** The routes of the configuration: a key's route must be one of them (docs/operating.md#admin-api). */
   routeNames: readonly string[] = ['default'],
 ) {
   return {

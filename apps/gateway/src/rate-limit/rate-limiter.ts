@@ -18,7 +18,7 @@ interface Bucket {
 }
 
 /**
- * Token bucket (README.md#operating-the-gateway): holds one minute's allowance and refills continuously, so a key may
+ * Token bucket (docs/operating.md): holds one minute's allowance and refills continuously, so a key may
  * burst up to its limit and then sustain limit/60 requests per second.
  */
 export function createMemoryRateLimiter(): RateLimiter {

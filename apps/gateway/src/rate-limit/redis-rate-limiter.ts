@@ -3,7 +3,7 @@ import { createFailFastRedis } from '../redis-client.ts';
 import type { RateDecision, RateLimiter } from './rate-limiter.ts';
 
 /**
- * The token bucket of README.md#operating-the-gateway in Redis, so every instance shares one bucket per key. One Lua
+ * The token bucket of docs/operating.md in Redis, so every instance shares one bucket per key. One Lua
  * script reads, refills, takes and writes the bucket: Redis runs it atomically, so concurrent
  * takes from any number of instances never lose an update. Time comes from the callers' clocks;
  * a caller whose clock lags never refills a bucket backwards (elapsed time is at least 0).

@@ -1,5 +1,5 @@
 /**
- * The tables of decisions and their outcomes (README.md#outcomes-and-calibration), written once
+ * The tables of decisions and their outcomes (docs/outcomes.md), written once
  * for both stores' migrations. Both are read by request id; retention deletes the oldest by id.
  */
 export function decisionTables(dialect: 'sqlite' | 'postgres'): string {

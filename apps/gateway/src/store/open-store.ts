@@ -3,7 +3,7 @@ import { openPostgresStore } from './postgres/postgres-store.ts';
 import { openSqliteStore } from './sqlite/sqlite-store.ts';
 import type { Store } from './store.ts';
 
-/** The store DATABASE_URL names (README.md#operating-the-gateway): a SQLite file, or PostgreSQL (migrated at open). */
+/** The store DATABASE_URL names (docs/operating.md): a SQLite file, or PostgreSQL (migrated at open). */
 export async function openStore(database: Config['database']): Promise<Store> {
   return database.kind === 'postgres'
     ? openPostgresStore(database.url, { poolSize: database.poolSize, timeoutMs: database.timeoutMs })

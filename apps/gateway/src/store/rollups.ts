@@ -2,7 +2,7 @@ import { LATENCY_BOUNDS_MS, latencyBucket } from '../usage/histogram.ts';
 import type { SummaryRows } from './store.ts';
 
 /**
- * Usage rollups (README.md#usage-at-any-volume), written by both stores the same way: a trigger
+ * Usage rollups (docs/usage.md), written by both stores the same way: a trigger
  * on `usage_records` adds every record, in the transaction that writes it, to its UTC minute, hour
  * and day in each rollup table; a record changed later (a settled request voided by its release)
  * moves its sums with it. Deleting a record (retention) leaves the rollups as they are: they keep
@@ -13,7 +13,7 @@ import type { SummaryRows } from './store.ts';
 /** The resolutions kept, as the step in milliseconds each rollup row stands for. */
 export const ROLLUP_STEPS_MS = { minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
 
-/** How long each resolution is kept (README.md#usage-at-any-volume); day rollups, for the key's life. */
+/** How long each resolution is kept (docs/usage.md); day rollups, for the key's life. */
 export const ROLLUP_KEPT_MS = { minute: 14 * 86_400_000, hour: 400 * 86_400_000 } as const;
 
 /** One count per latency bucket: `lat_5` holds latencies above the bound before it up to 5 ms; `lat_inf` those above 10 s. */
@@ -163,7 +163,7 @@ function sumIntoSql(
 ): string {
   const dims = DIMENSIONS[table].map((c) => c.value(dialect, 'r'));
   const sums = SUMMED[table].map((c) => `SUM(${sign} * ${c.value(dialect, 'r')})`);
-  // Day rows first, as every writer takes them (README.md#usage-at-any-volume).
+  // Day rows first, as every writer takes them (docs/usage.md).
   const order = dims.map((d, i) => (i === 0 ? `${d} DESC` : d));
   return `INSERT INTO ${table} (${columnList(table)})
     SELECT ${[...dims, ...sums].join(', ')}
@@ -176,7 +176,7 @@ function sumIntoSql(
 
 /**
  * Fold usage records `id >= from AND id < until` into the rollups, summed first: the upgrade of
- * a database that has records from before the rollups (README.md#usage-at-any-volume).
+ * a database that has records from before the rollups (docs/usage.md).
  */
 export function foldRecordsSql(
   dialect: Dialect,
@@ -190,7 +190,7 @@ export function foldRecordsSql(
 /**
  * PostgreSQL's batches: the records a `dg_apply` wrote (and the ones it voided, taken away) wait
  * in `dg_pending_rollups` with their sign and transaction; at the end of the batch they are summed
- * into each rollup row once (README.md#usage-at-any-volume).
+ * into each rollup row once (docs/usage.md).
  */
 export function pendingRollupsSql(table: RollupTableName): string {
   return sumIntoSql('postgres', table, 'dg_pending_rollups', 'r.tx = txid_current()', 'r.sign');

@@ -133,12 +133,12 @@ export type AdjustResult =
   | { ok: true; key: KeyRecord }
   | { ok: false; code: 'not_found' | 'unlimited' | 'would_go_negative' | 'over_ceiling' };
 
-/** The most a balance may hold (README.md#admin-api): 1,000,000,000 credits, far below 2^53 micro-credits. */
+/** The most a balance may hold (docs/operating.md#admin-api): 1,000,000,000 credits, far below 2^53 micro-credits. */
 export const CREDIT_CEILING_MICRO = 1_000_000_000 * 1_000_000;
 
 /**
  * The store could not be reached, or did not answer within its deadline (`STORE_TIMEOUT_MS`,
- * README.md#operating-the-gateway). Every store throws this, and only this, for storage trouble: the caller answers 503
+ * docs/operating.md). Every store throws this, and only this, for storage trouble: the caller answers 503
  * with Retry-After. Anything else a store throws is a bug, answered 500 and logged.
  */
 export class StoreUnavailableError extends Error {
@@ -155,7 +155,7 @@ export interface Store {
   /** The token with this hash and its key, as they stand now (docs/browsers.md). */
   findTokenByHash(hash: string): Promise<TokenAuth | undefined>;
   getKey(id: string): Promise<KeyRecord | undefined>;
-  /** Keys newest first, `limit` at a time, starting after `after` (README.md#admin-api). */
+  /** Keys newest first, `limit` at a time, starting after `after` (docs/operating.md#admin-api). */
   listKeys(limit: number, after?: KeyCursor): Promise<KeyPage>;
   countKeys(): Promise<number>;
   /** Add (or, negative, remove) credits; never below 0 nor above the ceiling, never on an unlimited key. */
@@ -200,7 +200,7 @@ export interface Store {
   release(reservationId: string | null, entry: UsageEntry, decision?: KeptDecision): Promise<void>;
 
   /**
-   * Decisions and their outcomes (README.md#outcomes-and-calibration). A settle (or the record of
+   * Decisions and their outcomes (docs/outcomes.md). A settle (or the record of
    * a cache hit) given a decision keeps it in the same transaction as its usage record.
    */
   findDecision(requestId: string): Promise<DecisionRecord | undefined>;
@@ -230,7 +230,7 @@ export interface Store {
    * (exclusive), oldest first; only the steps that have any (the caller fills the gaps).
    */
   usageSeries(query: { keyId?: string; stepMs: number; from: number; to: number }): Promise<SeriesRow[]>;
-  /** Rollups over the spans (README.md#usage-at-any-volume): totals, by route, by upstream, the 20 keys that spent most. */
+  /** Rollups over the spans (docs/usage.md): totals, by route, by upstream, the 20 keys that spent most. */
   usageSummary(query: { keyId?: string; spans: readonly RollupSpan[] }): Promise<SummaryRows>;
   /** Credits granted to a key minus its debits (what its balance must equal), for audits and tests; debits from the rollups. */
   ledgerBalance(keyId: string): Promise<number>;
@@ -248,7 +248,7 @@ export interface Store {
   deleteUsageBefore(before: number, limit: number): Promise<number>;
   deleteRollupsBefore(stepMs: number, before: number, limit: number): Promise<number>;
   /**
-   * Resolves when the store can be reached and written (readiness, README.md#operating-the-gateway),
+   * Resolves when the store can be reached and written (readiness, docs/operating.md),
    * and its upgrade is done: every usage record is in the rollups. Rejects saying why.
    */
   checkWritable(): Promise<void>;

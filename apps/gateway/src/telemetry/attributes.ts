@@ -1,5 +1,5 @@
 /**
- * Every span attribute the gateway writes (README.md#tracing), by name: OpenTelemetry's HTTP,
+ * Every span attribute the gateway writes (docs/tracing.md), by name: OpenTelemetry's HTTP,
  * server and error conventions, its GenAI conventions (on upstream calls only), and the gateway's
  * own `dg.*`. Nothing here ever holds a key, a token, the state or a question's text.
  */

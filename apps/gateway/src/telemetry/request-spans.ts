@@ -15,7 +15,7 @@ declare module 'fastify' {
 }
 
 /**
- * A SERVER span for every request (README.md#tracing): started as it arrives, continuing the
+ * A SERVER span for every request (docs/tracing.md): started as it arrives, continuing the
  * caller's W3C `traceparent` (an unsampled caller's choice is kept by the parent-based sampler);
  * the parent its door hands to the evaluation (`request.traceParent`); ended with what the
  * request came to. Registered only while tracing is on.

@@ -14,13 +14,13 @@ import {
 import { ATTR, GEN_AI_OPERATION } from './attributes.ts';
 
 /**
- * The spans the gateway writes (README.md#tracing). Tracing is on in a process once
+ * The spans the gateway writes (docs/tracing.md). Tracing is on in a process once
  * `startTracing` hands over its tracer; until then every helper here only calls through, so a
  * gateway without the OTEL_* variables pays one comparison per step.
  *
  * Each span's parent is passed along explicitly (a request's `TraceParent`), never looked up in
  * an ambient context: on Node 20 that would be AsyncLocalStorage, whose hook on every promise the
- * process makes cost more than the spans themselves (see the README's bench).
+ * process makes cost more than the spans themselves (docs/performance.md).
  */
 let tracer: Tracer | undefined;
 

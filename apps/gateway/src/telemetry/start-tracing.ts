@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { warnAtMostEvery } from '../logger.ts';
 import { EXPLICIT_CONTEXT, useTracer } from './spans.ts';
 
-/** What the configuration decided about tracing (README.md#tracing); the SDK reads the rest of OTEL_*. */
+/** What the configuration decided about tracing (docs/tracing.md); the SDK reads the rest of OTEL_*. */
 export interface TracingSettings {
   /** `decision-gateway` unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES names the service. */
   serviceName: string | undefined;

@@ -1,7 +1,7 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 
 /**
- * A route a key or a token names must be one of the configuration's (README.md#admin-api, docs/browsers.md): 40001 on the
+ * A route a key or a token names must be one of the configuration's (docs/operating.md#admin-api, docs/browsers.md): 40001 on the
  * `route` field, naming the defined routes, or undefined when it is one.
  */
 export function unknownRouteField(

@@ -1,5 +1,5 @@
 /**
- * Latency histograms (README.md#usage-at-any-volume): every usage record counts in the bucket of
+ * Latency histograms (docs/usage.md): every usage record counts in the bucket of
  * its `elapsedMs`, a bucket holding latencies up to and including its bound (Prometheus's `le`),
  * the last one everything above 10 s. Percentiles are read back from the buckets alone.
  */

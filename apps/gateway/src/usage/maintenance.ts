@@ -4,7 +4,7 @@ import { ROLLUP_KEPT_MS, ROLLUP_STEPS_MS } from '../store/rollups.ts';
 import type { Store } from '../store/store.ts';
 
 /**
- * The gateway's background work on its store (README.md#usage-at-any-volume): first the upgrade
+ * The gateway's background work on its store (docs/usage.md): first the upgrade
  * (folding records from before the rollups into them), then retention, each a run of small
  * batches that stops when nothing is left, so that no batch holds up callers for long. A pass runs
  * at start and then every 10 minutes; one instance or many, each batch is its own transaction.

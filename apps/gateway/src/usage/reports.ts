@@ -16,11 +16,11 @@ import type { SeriesRow, Store } from '../store/store.ts';
 import { latencyQuantile } from './histogram.ts';
 
 /**
- * What an operator reads of usage (README.md#usage-at-any-volume): series and summaries, from the
+ * What an operator reads of usage (docs/usage.md): series and summaries, from the
  * rollups alone, so that a read costs the same whatever the traffic was.
  */
 
-/** The most points one series may have (README.md#admin-api). */
+/** The most points one series may have (docs/operating.md#admin-api). */
 export const MAX_SERIES_POINTS = 1000;
 
 /** The longest range a summary may cover. */
@@ -92,7 +92,7 @@ const EMPTY: RollupSums = {
 
 /**
  * The store's rows (only steps that have any) as the full series: one point per step from `from`,
- * oldest first, empty steps as zeros with no latency (README.md#admin-api).
+ * oldest first, empty steps as zeros with no latency (docs/operating.md#admin-api).
  */
 export function fillSeries(
   rows: readonly SeriesRow[],
@@ -136,7 +136,7 @@ export function createUsageReports(store: Store, clock: () => number = Date.now)
   };
 
   return {
-    /** Usage summed per UTC step from `from` rounded down to its step (README.md#admin-api). */
+    /** Usage summed per UTC step from `from` rounded down to its step (docs/operating.md#admin-api). */
     async series(query: UsageSeriesQuery): Promise<Result<UsageSeries>> {
       const now = clock();
       const stepMs = SERIES_STEPS[query.step];
@@ -158,7 +158,7 @@ export function createUsageReports(store: Store, clock: () => number = Date.now)
     },
 
     /**
-     * Usage over a range (README.md#usage-at-any-volume): `from` rounded down and `to` up to the
+     * Usage over a range (docs/usage.md): `from` rounded down and `to` up to the
      * finest resolution still kept at `from` (a minute within 14 days, an hour within 400, else
      * a day); totals, by route, by upstream and the 20 keys that spent most.
      */

@@ -35,7 +35,7 @@ export interface Answered {
   usageDetails?: UsageDetails;
   upstream: string;
   creditsUsed: number;
-  /** The decision as kept for its outcomes (README.md#outcomes-and-calibration), where decisions are kept. */
+  /** The decision as kept for its outcomes (docs/outcomes.md), where decisions are kept. */
   kept?: KeptDecision;
 }
 

@@ -59,7 +59,7 @@ export async function keep(
   return decision;
 }
 
-/** A hit's decision record: the decision it reused, whose upstream answered it (README.md#outcomes-and-calibration). */
+/** A hit's decision record: the decision it reused, whose upstream answered it (docs/outcomes.md). */
 export function reusedDecision(ctx: EvaluationContext, decision: CachedDecision): KeptDecision {
   const request = ctx.request as NonNullable<EvaluationContext['request']>;
   return {

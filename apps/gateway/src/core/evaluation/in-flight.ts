@@ -8,7 +8,7 @@ interface Flight {
 
 /**
  * The requests between their reservation and their settlement, so that a shutdown that can wait
- * no longer can release what they hold (README.md#timeouts-and-what-sigterm-guarantees) and make sure none of them
+ * no longer can release what they hold (docs/operating.md#timeouts-and-what-sigterm-guarantees) and make sure none of them
  * is settled afterwards.
  */
 export function createInFlight() {

@@ -4,7 +4,7 @@ import type { StageDeps } from './deps.ts';
 
 /**
  * Stage 2: a token from the key's bucket for every request, and from a browser token's own bucket
- * on top of it (README.md#configuration). 429 when either is empty.
+ * on top of it (docs/operating.md#configuration). 429 when either is empty.
  */
 export function rateLimit(
   ctx: EvaluationContext,
@@ -13,7 +13,7 @@ export function rateLimit(
   return rateLimitOf(ctx.payer as NonNullable<EvaluationContext['payer']>, deps);
 }
 
-/** Who takes the tokens: a key, and the browser token it came with (also outcomes, README.md#outcomes-and-calibration). */
+/** Who takes the tokens: a key, and the browser token it came with (also outcomes, docs/outcomes.md). */
 export type Bucketed = Pick<Payer, 'id' | 'rateLimitPerMinute'> & {
   token?: { id: string; rateLimitPerMinute: number | null } | null | undefined;
 };

@@ -33,7 +33,7 @@ export interface EvaluationDeps {
   onDebitCapped?(route: string, excessMicro: number): void;
   /** STORE_TIMEOUT_MS: the longest one store call takes before it fails. */
   storeTimeoutMs?: number;
-  /** Keep each answered decision for its outcomes (DECISION_RETENTION_DAYS > 0, README.md#outcomes-and-calibration). */
+  /** Keep each answered decision for its outcomes (DECISION_RETENTION_DAYS > 0, docs/outcomes.md). */
   keepDecisions?: boolean;
   rateLimiter: RateLimiter;
   pricing: Pricing;

@@ -17,7 +17,7 @@ export type Sql = postgres.Sql<{ int8: number }>;
 export interface PostgresClientOptions {
   /** Connections in the pool (DATABASE_POOL_SIZE). */
   poolSize: number;
-  /** STORE_TIMEOUT_MS: the server ends any statement that runs longer (README, "Configuration"). */
+  /** STORE_TIMEOUT_MS: the server ends any statement that runs longer (docs/operating.md#configuration). */
   timeoutMs: number;
 }
 

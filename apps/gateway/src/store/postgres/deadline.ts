@@ -1,7 +1,7 @@
 import { StoreUnavailableError } from '../store.ts';
 
 /**
- * The storage rule of README.md#operating-the-gateway, for PostgreSQL: every call ends by its deadline; a transient conflict is
+ * The storage rule of docs/operating.md, for PostgreSQL: every call ends by its deadline; a transient conflict is
  * tried again inside the store; trouble reaching the database is the store's own error (503).
  */
 

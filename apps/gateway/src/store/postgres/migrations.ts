@@ -542,7 +542,7 @@ ${dgApply(false)}    `,
   {
     version: 5,
     name: 'usage rollups, written with each record',
-    // The rollups of README.md#usage-at-any-volume. A trigger catches each record in the transaction
+    // The rollups of docs/usage.md. A trigger catches each record in the transaction
     // that writes it: inside dg_apply it notes it for the batch, summed once per row at the batch's
     // end (dg_flush_rollups); elsewhere it upserts its rows itself. So every instance counts every
     // record exactly once. All keys share the rows of usage_totals: every writer takes them day,
@@ -609,7 +609,7 @@ ${dgApply(false)}    `,
   {
     version: 6,
     name: 'decision records and their outcomes',
-    // README.md#outcomes-and-calibration. A settle (or a cache hit's record) may carry its decision:
+    // docs/outcomes.md. A settle (or a cache hit's record) may carry its decision:
     // dg_apply keeps it in the same statement as the usage record, so a caller who has the answer
     // can report its outcome at once, and a decision exists only for a request that succeeded.
     sql: `

@@ -58,7 +58,7 @@ export async function migratePostgres(sql: Sql, upTo = Number.POSITIVE_INFINITY)
 export interface PostgresStoreOptions {
   /** Connections in the pool (DATABASE_POOL_SIZE). */
   poolSize: number;
-  /** STORE_TIMEOUT_MS: the deadline of every call, queueing and connecting included (README.md#operating-the-gateway). */
+  /** STORE_TIMEOUT_MS: the deadline of every call, queueing and connecting included (docs/operating.md). */
   timeoutMs?: number;
   /** Migrate no further than this version: tests of the upgrade start from an older schema. */
   migrateTo?: number;
@@ -401,7 +401,7 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
 
 const SUMS = summedSql('postgres');
 
-/** Rollup reads (README.md#usage-at-any-volume). */
+/** Rollup reads (docs/usage.md). */
 const READS = {
   series: `SELECT at, ${summedSql('postgres', 'usage_totals')} FROM usage_totals
            WHERE step_ms = $1 AND at >= $2 AND at < $3 GROUP BY at ORDER BY at`,

@@ -116,7 +116,7 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
   {
     version: 6,
     name: 'usage rollups, written with each record',
-    // The rollups of README.md#usage-at-any-volume. Records written from now on are added by the
+    // The rollups of docs/usage.md. Records written from now on are added by the
     // store in the transaction that writes them (sqlite/rollup-batch.ts sums each group-commit
     // batch); those already here are folded in the background (usage/maintenance.ts) from
     // next_id to last_id, a batch per transaction that also moves next_id, so each is counted once.
@@ -128,7 +128,7 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
   {
     version: 7,
     name: 'decision records and their outcomes',
-    // README.md#outcomes-and-calibration: written by the settle (or a cache hit's record) in the
+    // docs/outcomes.md: written by the settle (or a cache hit's record) in the
     // same transaction as the usage record.
     sql: `
       ${decisionTables('sqlite')}

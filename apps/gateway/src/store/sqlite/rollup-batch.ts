@@ -8,7 +8,7 @@ interface Row {
 }
 
 /**
- * The SQLite store's rollups (README.md#usage-at-any-volume), summed per group-commit batch: the
+ * The SQLite store's rollups (docs/usage.md), summed per group-commit batch: the
  * records of a batch are added up in memory and each rollup row they touch is written once,
  * before the batch commits, in its transaction. Under load a batch holds many records of the same
  * key and minute, so this writes a handful of rows where a trigger would write six per record.

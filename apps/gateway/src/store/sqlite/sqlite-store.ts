@@ -45,7 +45,7 @@ const KEY_CACHE_LIMIT = 10_000;
 /** SQLite's result codes for a file it cannot lock, read or write now: storage trouble, not a bug. */
 const TROUBLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|PROTOCOL|NOTADB|CORRUPT)/;
 
-/** Storage trouble becomes the store's own error (503, README.md#operating-the-gateway); anything else stays as it is. */
+/** Storage trouble becomes the store's own error (503, docs/operating.md); anything else stays as it is. */
 function storageTrouble(error: unknown): unknown {
   const code = (error as { code?: unknown }).code;
   const file = error instanceof Error && /^the database file /.test(error.message);
@@ -85,7 +85,7 @@ export function migrate(db: Database.Database, upTo = Number.POSITIVE_INFINITY):
 
 const SUMS = summedSql('sqlite');
 
-/** The reads run on the background connection (README.md#usage-at-any-volume). */
+/** The reads run on the background connection (docs/usage.md). */
 const READS = {
   series: `SELECT at, ${summedSql('sqlite', 'usage_totals')} FROM usage_totals
            WHERE step_ms = ? AND at >= ? AND at < ? GROUP BY at ORDER BY at`,

@@ -1,4 +1,4 @@
-// The SQLite store's second connection, on a thread of its own (README.md#usage-at-any-volume):
+// The SQLite store's second connection, on a thread of its own (docs/usage.md):
 // the reads that can take longer than a few milliseconds (series, summaries, recent usage) and the
 // background writes (retention, the rollups' upgrade) run here, so better-sqlite3's synchronous
 // calls never hold up the thread that serves requests. Plain JavaScript: a worker loads it as it
