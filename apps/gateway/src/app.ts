@@ -1,27 +1,26 @@
-import type { UpstreamHealth } from '@decision-gateway/contract';
 import type { Logger } from 'pino';
-import { type Authenticate, createAuthenticate } from './auth/authenticate.ts';
-import { createTokenService, type TokenService } from './auth/tokens.ts';
+import { createAuthenticate } from './auth/authenticate.ts';
+import { createTokenService } from './auth/tokens.ts';
 import type { CacheScope, DecisionCache } from './cache/decision-cache.ts';
 import { createMemoryCache } from './cache/memory-cache.ts';
 import { createRedisCache } from './cache/redis-cache.ts';
-import { type Config, TIMEOUT_DEFAULTS } from './config.ts';
+import { type Config, TIMEOUT_DEFAULTS } from './config/environment.ts';
 import { type Pricing, pricingFromCredits } from './core/credits.ts';
-import { createEvaluator, type Evaluator } from './core/evaluation/index.ts';
-import { buildServer, type Gateway } from './http/server.ts';
-import { createKeyService, type KeyService } from './keys/key-service.ts';
+import { createEvaluator } from './core/evaluation/index.ts';
+import { buildServer, type Gateway, type GatewayServices } from './http/server.ts';
+import { createKeyService } from './keys/key-service.ts';
 import { warnAtMostEvery } from './logger.ts';
 import { createMetrics, type GatewayMetrics } from './metrics.ts';
-import { createOutcomes, escalatingRoutes, type Outcomes } from './outcomes/outcomes.ts';
+import { createOutcomes, escalatingRoutes } from './outcomes/outcome-service.ts';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit/rate-limiter.ts';
 import { createRedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
+import { buildRoutes, type UpstreamStats, upstreamHealth } from './routing/build-routes.ts';
+import type { Route } from './routing/route.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { createUpstreamRegistry } from './upstreams/registry.ts';
-import type { Route } from './upstreams/route.ts';
-import { buildRoutes, type UpstreamStats, upstreamHealth } from './upstreams/routes.ts';
 import { decisionRetention, startMaintenance, usageRetention } from './usage/maintenance.ts';
-import { createUsageReports, type UsageReports } from './usage/reports.ts';
+import { createUsageReports } from './usage/reports.ts';
 
 /**
  * The composition root: every service of the gateway is built here, once, and handed to the
@@ -59,31 +58,6 @@ export interface GatewayParts {
   consoleRoot?: string;
   /** DECISION_RETENTION_DAYS (default 30): how long decisions are kept for outcomes; 0 keeps none. */
   decisionRetentionDays?: number;
-}
-
-/** The services the server and its doors are given: each built once, here. */
-export interface GatewayServices {
-  logger: Logger;
-  metrics: GatewayMetrics;
-  store: Store;
-  rateLimiter: RateLimiter;
-  authenticate: Authenticate;
-  evaluator: Evaluator;
-  tokens: TokenService;
-  keys: KeyService;
-  /** Usage series and summaries, from the rollups (docs/usage.md). */
-  reports: UsageReports;
-  /** Outcomes callers report, and the calibration measured from them (docs/outcomes.md). */
-  outcomes: Outcomes;
-  /** RATE_LIMIT_PER_MINUTE, and the clock of keys and rate limits: for what callers do besides evaluating. */
-  defaultRateLimitPerMinute: number;
-  clock: () => number;
-  cache: DecisionCache | undefined;
-  corsOrigins: readonly string[];
-  adminToken: string | undefined;
-  consoleRoot: string | undefined;
-  upstreamHealth(): UpstreamHealth;
-  timeouts: { requestMs: number; shutdownMs: number };
 }
 
 export function createServices(parts: GatewayParts): GatewayServices {

@@ -1,7 +1,7 @@
 export type { AppRouter } from '@decision-gateway/api';
 export { composeGateway, type GatewayParts, openGateway } from './app.ts';
 export { verifyApiKey } from './auth/api-keys.ts';
-export { type Config, loadConfig } from './config.ts';
+export { type Config, loadConfig } from './config/environment.ts';
 export { type Pricing, pricingFromCredits } from './core/credits.ts';
 export type { Gateway } from './http/server.ts';
 export { createKeyService, type KeyService } from './keys/key-service.ts';

@@ -1,6 +1,6 @@
 import { openGateway } from './app.ts';
 import { ensureBootstrapKey } from './bootstrap.ts';
-import { loadConfig, loadDotEnv, withoutPassword } from './config.ts';
+import { loadConfig, loadDotEnv, withoutPassword } from './config/environment.ts';
 import { createLogger } from './logger.ts';
 
 loadDotEnv();

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runKeysCli } from '../src/cli/keys.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import { usageEntry } from '../src/store/store.contract.ts';
+import { usageEntry } from '../src/store/store.contract-tests.ts';
 
 const run = promisify(execFile);
 

@@ -4,7 +4,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/environment.ts';
 import { createUpstream } from '../src/upstreams/registry.ts';
 import { listeningAddress, startGatewayProcess } from './gateway-process.ts';
 import { bearer, post, sampleRequest, startGateway, type TestGateway } from './harness.ts';

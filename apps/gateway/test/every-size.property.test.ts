@@ -1,7 +1,7 @@
 import { MODEL_ID } from '@decision-gateway/contract';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/environment.ts';
 import { createUpstream } from '../src/upstreams/registry.ts';
 import { bearer, post, startGateway, type TestGateway } from './harness.ts';
 import { createSimulatedModel, startSimulatedServer } from './simulated-model.ts';

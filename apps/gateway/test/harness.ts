@@ -7,17 +7,17 @@ import { createLexicalUpstream, type Upstream, type UpstreamOutcome } from '@dec
 import type { Logger } from 'pino';
 import { composeGateway } from '../src/app.ts';
 import type { CacheScope, DecisionCache } from '../src/cache/decision-cache.ts';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/environment.ts';
 import { pricingFromCredits } from '../src/core/credits.ts';
 import type { Gateway } from '../src/http/server.ts';
 import { createKeyService, type KeyService } from '../src/keys/key-service.ts';
 import { createLogger } from '../src/logger.ts';
 import { createMetrics, type GatewayMetrics } from '../src/metrics.ts';
+import { buildRoutes, type UpstreamStats } from '../src/routing/build-routes.ts';
+import type { Route } from '../src/routing/route.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../src/store/store.ts';
 import { createUpstreamRegistry } from '../src/upstreams/registry.ts';
-import type { Route } from '../src/upstreams/route.ts';
-import { buildRoutes, type UpstreamStats } from '../src/upstreams/routes.ts';
 import { singleRoute } from './support/single-route.ts';
 
 export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';

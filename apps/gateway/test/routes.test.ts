@@ -6,9 +6,9 @@ import { MODEL_ID } from '@decision-gateway/contract';
 import { createTRPCClient, httpLink, TRPCClientError } from '@trpc/client';
 import { TypeSafeClient } from '@typesafe-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/environment.ts';
+import { buildRoutes } from '../src/routing/build-routes.ts';
 import { createUpstreamRegistry } from '../src/upstreams/registry.ts';
-import { buildRoutes } from '../src/upstreams/routes.ts';
 import { bearer, post, sampleRequest, startGateway, type TestGateway } from './harness.ts';
 import { json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
 

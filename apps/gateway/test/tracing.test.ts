@@ -324,7 +324,7 @@ describe('tracing over OTLP/JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)', () =>
     const hit = await post(url, '/v1/systemone', request, bearer(key));
     expect(hit.headers.get('x-dg-cache')).toBe('hit');
     const { server, tree } = await traceOf(receiver, hit.headers.get('x-request-id') as string, 2);
-    expect(shapeOf(tree)).toEqual(['SERVER POST /v1/systemone', '  INTERNAL dg.store.release']);
+    expect(shapeOf(tree)).toEqual(['SERVER POST /v1/systemone', '  INTERNAL dg.store.record']);
     expect(server.attributes).toMatchObject({ 'dg.cache': 'hit', 'dg.credits_used': 0, 'dg.code': 0 });
   });
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { CreatedToken, CreateTokenBody, GatewayFailure } from '@decision-gateway/contract';
 import { toMicro } from '../core/credits.ts';
+import { unknownRouteField } from '../routing/route-field.ts';
 import type { Store } from '../store/store.ts';
-import { unknownRouteField } from '../upstreams/route-names.ts';
 import { hashCredential } from './api-keys.ts';
 
 /** Browser tokens are `dgt_…`, so one glance (and `authenticate`) tells them from API keys. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL } from '../../test/services.ts';
-import { decisionCacheContract } from './decision-cache.contract.ts';
+import { decisionCacheContract } from './decision-cache.contract-tests.ts';
 import { createMemoryCache } from './memory-cache.ts';
 import { createRedisCache } from './redis-cache.ts';
 

@@ -22,7 +22,7 @@ export interface DecisionKey {
 }
 
 /**
- * The decision cache behind one interface, in process or in Redis; `decision-cache.contract.ts` is
+ * The decision cache behind one interface, in process or in Redis; `decision-cache.contract-tests.ts` is
  * the suite both pass. A cache that cannot answer misses: it never fails a request.
  */
 export interface DecisionCache {

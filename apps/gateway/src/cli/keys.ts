@@ -10,9 +10,9 @@ import {
   UsageQuery,
   UsageSeriesQuery,
 } from '@decision-gateway/contract';
-import { loadConfig, loadDotEnv } from '../config.ts';
+import { loadConfig, loadDotEnv } from '../config/environment.ts';
 import { createKeyService, type KeyResult } from '../keys/key-service.ts';
-import { createOutcomes, escalatingRoutes } from '../outcomes/outcomes.ts';
+import { createOutcomes, escalatingRoutes } from '../outcomes/outcome-service.ts';
 import { openStore } from '../store/open-store.ts';
 import { createUsageReports } from '../usage/reports.ts';
 

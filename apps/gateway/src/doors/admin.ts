@@ -19,7 +19,7 @@ import { bearerToken, isAdminToken } from '../auth/api-keys.ts';
 import type { TokenService } from '../auth/tokens.ts';
 import type { DecisionCache } from '../cache/decision-cache.ts';
 import type { KeyResult, KeyService } from '../keys/key-service.ts';
-import type { Outcomes } from '../outcomes/outcomes.ts';
+import type { Outcomes } from '../outcomes/outcome-service.ts';
 import type { UsageReports } from '../usage/reports.ts';
 import { type DoorOptions, door, sendFailure as sendDoorFailure } from './door.ts';
 import { sendSuccess } from './envelope.ts';

@@ -13,7 +13,7 @@ import {
 import type { Authenticate, Credentials } from '../auth/authenticate.ts';
 import type { TokenService } from '../auth/tokens.ts';
 import { rateLimitOf } from '../core/evaluation/rate-limit.ts';
-import type { Outcomes } from '../outcomes/outcomes.ts';
+import type { Outcomes } from '../outcomes/outcome-service.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 
 export type Result<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };

@@ -1,6 +1,10 @@
-import { failure } from '@decision-gateway/contract';
+import { failure, type UpstreamHealth } from '@decision-gateway/contract';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import type { GatewayServices } from '../app.ts';
+import type { Logger } from 'pino';
+import type { Authenticate } from '../auth/authenticate.ts';
+import type { TokenService } from '../auth/tokens.ts';
+import type { DecisionCache } from '../cache/decision-cache.ts';
+import type { Evaluator } from '../core/evaluation/index.ts';
 import { adminDoor } from '../doors/admin.ts';
 import { createCallerActions } from '../doors/caller-actions.ts';
 import { consoleDoor } from '../doors/console.ts';
@@ -10,13 +14,16 @@ import { openAiDoor } from '../doors/openai.ts';
 import { operationsDoor } from '../doors/operations.ts';
 import { nativeDoor, restDoor } from '../doors/raw-body-door.ts';
 import { trpcDoor } from '../doors/trpc.ts';
+import type { KeyService } from '../keys/key-service.ts';
 import type { GatewayMetrics } from '../metrics.ts';
+import type { Outcomes } from '../outcomes/outcome-service.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { Store } from '../store/store.ts';
 import { traceRequests } from '../telemetry/request-spans.ts';
 import { traceIdsOf, tracingOn } from '../telemetry/spans.ts';
+import type { UsageReports } from '../usage/reports.ts';
 import { createConnections, newRequestId } from './connections.ts';
-import { createRouteTable } from './route-table.ts';
+import { createPathTable } from './path-table.ts';
 
 export interface Gateway {
   app: FastifyInstance;
@@ -35,6 +42,31 @@ export interface Gateway {
  * composition root (`app.ts`) built, plus the hooks every request passes: its id, the drain, the
  * log line and metrics.
  */
+/** The services the server and its doors are given, each built once by the composition root (app.ts). */
+export interface GatewayServices {
+  logger: Logger;
+  metrics: GatewayMetrics;
+  store: Store;
+  rateLimiter: RateLimiter;
+  authenticate: Authenticate;
+  evaluator: Evaluator;
+  tokens: TokenService;
+  keys: KeyService;
+  /** Usage series and summaries, from the rollups (docs/usage.md). */
+  reports: UsageReports;
+  /** Outcomes callers report, and the calibration measured from them (docs/outcomes.md). */
+  outcomes: Outcomes;
+  /** RATE_LIMIT_PER_MINUTE, and the clock of keys and rate limits: for what callers do besides evaluating. */
+  defaultRateLimitPerMinute: number;
+  clock: () => number;
+  cache: DecisionCache | undefined;
+  corsOrigins: readonly string[];
+  adminToken: string | undefined;
+  consoleRoot: string | undefined;
+  upstreamHealth(): UpstreamHealth;
+  timeouts: { requestMs: number; shutdownMs: number };
+}
+
 export function buildServer(services: GatewayServices): Gateway {
   const state = { draining: false };
   const { metrics, logger } = services;
@@ -60,7 +92,7 @@ export function buildServer(services: GatewayServices): Gateway {
     ...connections.serverOptions(),
   });
   connections.attach(app);
-  const routes = createRouteTable(app);
+  const paths = createPathTable(app);
   // First, so that a request answered by the hooks below (a drain's 503) has its span too.
   if (tracingOn()) traceRequests(app, doorOf);
 
@@ -125,7 +157,7 @@ export function buildServer(services: GatewayServices): Gateway {
     const evaluations = request.outcome?.evaluations ?? [];
     const code = request.outcome?.code;
     // The route pattern; a 405 by the path it matched; a tRPC call by its procedure.
-    const route = request.outcome?.route ?? request.routeOptions.url ?? routes.patternFor(request.url);
+    const route = request.outcome?.route ?? request.routeOptions.url ?? paths.patternFor(request.url);
     observe(metrics, route, request.method, reply.statusCode, code, request.startedAt, evaluations);
     // A tRPC batch's operations are listed one by one; a single evaluation's fields are inline.
     const log = evaluations.length === 1 ? evaluations[0]?.log : undefined;
@@ -159,9 +191,9 @@ export function buildServer(services: GatewayServices): Gateway {
   });
 
   // Paths outside every door's prefix: answered in the REST envelope.
-  door(app, 'rest', { methodsFor: routes.methodsFor, ownsNotFound: false });
+  door(app, 'rest', { methodsFor: paths.methodsFor, ownsNotFound: false });
   app.setNotFoundHandler(async (request, reply) =>
-    sendFailure(reply, notFound(request, reply, routes), 'rest'),
+    sendFailure(reply, notFound(request, reply, paths), 'rest'),
   );
 
   // Each door in its own plugin scope: it owns its format, and knows only the services it is given.
@@ -170,7 +202,7 @@ export function buildServer(services: GatewayServices): Gateway {
     evaluate: evaluator.evaluate,
     callers: createCallerActions(services),
     corsOrigins,
-    methodsFor: routes.methodsFor,
+    methodsFor: paths.methodsFor,
   };
   app.register(restDoor, doorOptions);
   app.register(trpcDoor, { ...doorOptions, prefix: '/trpc' });
@@ -179,7 +211,7 @@ export function buildServer(services: GatewayServices): Gateway {
   if (services.adminToken !== undefined) {
     app.register(consoleDoor, {
       prefix: '/console',
-      methodsFor: routes.methodsFor,
+      methodsFor: paths.methodsFor,
       ...(services.consoleRoot !== undefined && { root: services.consoleRoot }),
     });
     app.register(adminDoor, {
@@ -190,12 +222,12 @@ export function buildServer(services: GatewayServices): Gateway {
       tokens,
       ...(services.cache && { cache: services.cache }),
       upstreams: services.upstreamHealth,
-      methodsFor: routes.methodsFor,
+      methodsFor: paths.methodsFor,
     });
   }
   app.register(operationsDoor, {
     metrics,
-    methodsFor: routes.methodsFor,
+    methodsFor: paths.methodsFor,
     readiness: () => readinessProblem(services.store, services.rateLimiter),
   });
 
@@ -255,7 +287,7 @@ function observe(
     for (const [type, count] of Object.entries(log.questionTypes ?? {}))
       metrics.questions.inc({ type }, count);
     if (log.creditsUsed) metrics.creditsDebited.add(log.creditsUsed);
-    // Upstream calls are timed and counted by the route, one per attempt (upstreams/routes.ts).
+    // Upstream calls are timed and counted by the route, one per attempt (routing/build-routes.ts).
     if (log.upstream !== undefined && log.labelMass !== undefined)
       metrics.labelMass.observe({ upstream: log.upstream }, log.labelMass);
   }

@@ -11,8 +11,8 @@ import {
 } from '@decision-gateway/contract';
 import { generateApiKey } from '../auth/api-keys.ts';
 import { fromMicro, toMicro } from '../core/credits.ts';
+import { unknownRouteField } from '../routing/route-field.ts';
 import type { KeyCursor, KeyRecord, Store } from '../store/store.ts';
-import { unknownRouteField } from '../upstreams/route-names.ts';
 
 export type KeyResult<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
 

@@ -6,7 +6,7 @@ import {
   type KeptAnswer,
   type KeptQuestion,
 } from '@decision-gateway/questions';
-import type { Attribution } from '../upstreams/route.ts';
+import type { Attribution } from '../routing/route.ts';
 
 export type { Judged, KeptAnswer, KeptQuestion };
 

@@ -1,4 +1,4 @@
-import type { Config } from '../config.ts';
+import type { Config } from '../config/environment.ts';
 import { openPostgresStore } from './postgres/postgres-store.ts';
 import { openSqliteStore } from './sqlite/sqlite-store.ts';
 import type { Store } from './store.ts';

@@ -2,10 +2,11 @@ import { LATENCY_BOUNDS_MS, latencyBucket } from '../usage/histogram.ts';
 import type { SummaryRows } from './store.ts';
 
 /**
- * Usage rollups (docs/usage.md), written by both stores the same way: a trigger
- * on `usage_records` adds every record, in the transaction that writes it, to its UTC minute, hour
- * and day in each rollup table; a record changed later (a settled request voided by its release)
- * moves its sums with it. Deleting a record (retention) leaves the rollups as they are: they keep
+ * Usage rollups (docs/usage.md), written by both stores the same way: every usage record is added,
+ * in the transaction that writes it, to its UTC minute, hour and day in each rollup table (SQLite
+ * sums each group-commit batch in memory, PostgreSQL each `dg_apply` batch, and each row touched is
+ * written once); a record changed later (a settled request voided by its release) moves its sums
+ * with it. Deleting a record (retention) leaves the rollups as they are: they keep
  * its sums. This module writes the SQL once for both dialects, so the columns and the sums cannot
  * drift apart.
  */

@@ -6,7 +6,7 @@ import { createTestDatabase } from '../../test/services.ts';
 import { connectPostgres } from './postgres/client.ts';
 import { migratePostgres, openPostgresStore, postgresStore } from './postgres/postgres-store.ts';
 import { migrate, openSqliteStore } from './sqlite/sqlite-store.ts';
-import { type LegacyWriter, storeContract } from './store.contract.ts';
+import { type LegacyWriter, storeContract } from './store.contract-tests.ts';
 import type { UsageEntry } from './store.ts';
 
 /** A usage record as the release before the rollups wrote it: these columns, then `cached`. */

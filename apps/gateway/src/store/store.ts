@@ -3,7 +3,7 @@ import type { RollupSpan, RollupSums } from './rollups.ts';
 /**
  * Persistence for keys, credits and usage, implemented on SQLite (one file, embedded) and on
  * PostgreSQL (any number of instances). Every method is one atomic step, so docs/http-api.md#credits's invariants
- * hold under any concurrency and across instances; `store.contract.ts` is the one test suite both
+ * hold under any concurrency and across instances; `store.contract-tests.ts` is the one test suite both
  * implementations pass. Amounts are integer micro-credits; times are epoch milliseconds.
  */
 
@@ -268,7 +268,7 @@ export interface SeriesRow extends RollupSums {
   at: number;
 }
 
-/** What a summary reads (usage/summary.ts makes the answer of it). */
+/** What a summary reads (usage/reports.ts makes the answer of it). */
 export interface SummaryRows {
   totals: RollupSums;
   byRoute: (RollupSums & { route: string | null })[];

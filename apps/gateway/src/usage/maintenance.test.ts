@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../store/sqlite/sqlite-store.ts';
-import { usageEntry } from '../store/store.contract.ts';
+import { usageEntry } from '../store/store.contract-tests.ts';
 import type { Store } from '../store/store.ts';
 import { decisionRetention, startMaintenance, usageRetention } from './maintenance.ts';
 

@@ -4,8 +4,8 @@ import type { Authenticate, Authentication } from '../../src/auth/authenticate.t
 import { pricingFromCredits } from '../../src/core/credits.ts';
 import type { EvaluationCall, EvaluationDeps } from '../../src/core/evaluation/index.ts';
 import { createMemoryRateLimiter } from '../../src/rate-limit/rate-limiter.ts';
+import type { Route, RouteOutcome } from '../../src/routing/route.ts';
 import type { KeyAuth, ReserveResult, Store, UsageEntry } from '../../src/store/store.ts';
-import type { Route, RouteOutcome } from '../../src/upstreams/route.ts';
 
 /**
  * Fakes for the evaluation pipeline's unit tests: no HTTP server, no database. The store keeps

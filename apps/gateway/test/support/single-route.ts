@@ -1,8 +1,8 @@
 import type { Upstream } from '@decision-gateway/questions';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../../src/metrics.ts';
-import { createRoute, type Route } from '../../src/upstreams/route.ts';
-import { routeEvents, type UpstreamStats } from '../../src/upstreams/routes.ts';
+import { routeEvents, type UpstreamStats } from '../../src/routing/build-routes.ts';
+import { createRoute, type Route } from '../../src/routing/route.ts';
 
 export interface SingleRouteOptions {
   logger: Logger;

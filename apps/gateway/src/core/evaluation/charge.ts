@@ -1,12 +1,12 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import { refusedKeyFailure } from '../../auth/api-keys.ts';
 import { keptQuestions } from '../../outcomes/decision-record.ts';
+import type { Route, RouteCall, RouteOutcome } from '../../routing/route.ts';
 import { type KeptDecision, StoreUnavailableError } from '../../store/store.ts';
-import type { Route, RouteCall, RouteOutcome } from '../../upstreams/route.ts';
 import { costMicro, fromMicro } from '../credits.ts';
-import { confirmPayer, refuse } from './authenticate.ts';
-import type { EvaluationContext } from './context.ts';
 import type { StageDeps } from './deps.ts';
+import type { EvaluationContext } from './evaluation-context.ts';
+import { confirmPayer, refuse } from './payer.ts';
 
 /**
  * Stage 6, every request the cache did not answer: reserve the worst case, ask the route, cap the

@@ -1,4 +1,4 @@
-import type { EvaluationContext } from './context.ts';
+import type { EvaluationContext } from './evaluation-context.ts';
 
 interface Flight {
   ctx: EvaluationContext;

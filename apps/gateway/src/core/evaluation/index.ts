@@ -2,13 +2,13 @@ import { type GatewayFailure, MODEL_ID, type Usage } from '@decision-gateway/con
 import { createCoalescer } from '../../cache/coalesce.ts';
 import type { CachedDecision } from '../../cache/decision-cache.ts';
 import { storeTroubleFailure } from '../store-trouble.ts';
-import { authenticateCaller, confirmPayer } from './authenticate.ts';
+import { type Found, keep, lookUp, reusedDecision } from './cached-decision.ts';
 import { charge } from './charge.ts';
-import { type EvaluationContext, newContext, type RequestCache } from './context.ts';
-import { type Found, keep, lookUp, reusedDecision } from './decision-cache.ts';
 import type { StageDeps } from './deps.ts';
+import { type EvaluationContext, newContext, type RequestCache } from './evaluation-context.ts';
 import { createInFlight } from './in-flight.ts';
 import { createLedger, staleAfterMs } from './ledger.ts';
+import { authenticateCaller, confirmPayer } from './payer.ts';
 import { rateLimit } from './rate-limit.ts';
 import { readRequest } from './read-request.ts';
 import { resolveRoute } from './resolve-route.ts';

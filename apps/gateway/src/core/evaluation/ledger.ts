@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { KeptDecision } from '../../store/store.ts';
 import { type Store, StoreUnavailableError, type UsageEntry } from '../../store/store.ts';
 import { inSpan } from '../../telemetry/spans.ts';
-import type { EvaluationContext } from './context.ts';
+import type { EvaluationContext } from './evaluation-context.ts';
 
 const NO_USAGE: Usage = { input_tokens: 0, output_tokens: 0 };
 
@@ -100,7 +100,8 @@ export function createLedger({ store, clock, logger, staleAfterMs }: LedgerDeps)
     /** A decision served from the cache: nothing held or spent, a record all the same. */
     recordHit(ctx: EvaluationContext, upstream: string, decision?: KeptDecision): Promise<void> {
       const record = entry(ctx, NO_USAGE, 0, 200, upstream, true);
-      return inSpan('dg.store.release', ctx.call.trace, undefined, () =>
+      // Nothing was held, so nothing is released: the span says what the store did.
+      return inSpan('dg.store.record', ctx.call.trace, undefined, () =>
         store.release(null, record, decision),
       );
     },

@@ -1,6 +1,6 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
-import type { EvaluationContext, Payer } from './context.ts';
 import type { StageDeps } from './deps.ts';
+import type { EvaluationContext, Payer } from './evaluation-context.ts';
 
 /**
  * Stage 2: a token from the key's bucket for every request, and from a browser token's own bucket

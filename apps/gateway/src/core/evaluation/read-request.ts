@@ -7,7 +7,7 @@ import {
   parseEvaluationRequest,
 } from '@decision-gateway/contract';
 import { isJsonMediaType } from '../media-type.ts';
-import type { EvaluationContext } from './context.ts';
+import type { EvaluationContext } from './evaluation-context.ts';
 import type { EvaluationBody } from './types.ts';
 
 /**

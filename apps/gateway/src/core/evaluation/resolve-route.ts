@@ -1,8 +1,8 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import { cacheDirective, decisionKey } from '../../cache/decision-cache.ts';
-import type { Route } from '../../upstreams/route.ts';
-import type { EvaluationContext } from './context.ts';
+import type { Route } from '../../routing/route.ts';
 import type { StageDeps } from './deps.ts';
+import type { EvaluationContext } from './evaluation-context.ts';
 
 /**
  * Stage 4: the route (40004 if it is not one), then the rule broken that reading the request kept

@@ -10,8 +10,8 @@ import {
   tokenOf,
 } from '../../../test/support/evaluation-fakes.ts';
 import { createMemoryCache } from '../../cache/memory-cache.ts';
-import { authenticateCaller, confirmPayer } from './authenticate.ts';
-import { newContext } from './context.ts';
+import { newContext } from './evaluation-context.ts';
+import { authenticateCaller, confirmPayer } from './payer.ts';
 import { rateLimit } from './rate-limit.ts';
 import { readRequest } from './read-request.ts';
 import { resolveRoute } from './resolve-route.ts';

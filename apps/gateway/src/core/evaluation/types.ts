@@ -12,9 +12,9 @@ import type { Logger } from 'pino';
 import type { Authenticate } from '../../auth/authenticate.ts';
 import type { CacheScope, DecisionCache } from '../../cache/decision-cache.ts';
 import type { RateLimiter } from '../../rate-limit/rate-limiter.ts';
+import type { Route } from '../../routing/route.ts';
 import type { Store } from '../../store/store.ts';
 import type { TraceParent } from '../../telemetry/spans.ts';
-import type { Route } from '../../upstreams/route.ts';
 import type { Pricing } from '../credits.ts';
 
 /** What the evaluation pipeline is built from: the composition root (`app.ts`) hands these over. */

@@ -12,7 +12,7 @@ import {
   totalVariation,
   trueDistribution,
 } from '../../../../test/simulated-model.ts';
-import { loadConfig } from '../../../config.ts';
+import { loadConfig } from '../../../config/environment.ts';
 import { nativeErrorReason } from '../../native-errors.ts';
 import { createUpstream } from '../../registry.ts';
 import { readLabels } from './label-distribution.ts';

@@ -2,7 +2,7 @@ import { groupsOf } from '@decision-gateway/questions';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bearer, post, sampleRequest, sleep, startGateway } from '../../../../test/harness.ts';
 import { type Handler, json, type SeenRequest, startStandIn } from '../../../../test/stand-in-upstream.ts';
-import { loadConfig } from '../../../config.ts';
+import { loadConfig } from '../../../config/environment.ts';
 import { createUpstream } from '../../registry.ts';
 import { plannedCalls } from './label-distribution.ts';
 import { groupSizeFor } from './openai-upstream.ts';

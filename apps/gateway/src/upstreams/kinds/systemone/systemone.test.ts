@@ -14,7 +14,7 @@ import {
   nativeAnswer,
   startStandIn,
 } from '../../../../test/stand-in-upstream.ts';
-import { loadConfig } from '../../../config.ts';
+import { loadConfig } from '../../../config/environment.ts';
 import { createUpstream, type UpstreamTuning } from '../../registry.ts';
 
 const cleanups: (() => Promise<void>)[] = [];

@@ -1,7 +1,7 @@
 import type { UpstreamHealth } from '@decision-gateway/contract';
 import type { Upstream } from '@decision-gateway/questions';
 import type { Logger } from 'pino';
-import type { GatewaySetup } from '../gateway-config.ts';
+import type { GatewaySetup } from '../config/routes-file.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import { createRoute, type Route, type RouteEvents, type RouteMember } from './route.ts';
 

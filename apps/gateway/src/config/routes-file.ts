@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { UpstreamConfig, UpstreamName } from './upstreams/kinds/index.ts';
+import { UpstreamConfig, UpstreamName } from '../upstreams/kinds/index.ts';
 
 /**
  * Upstreams and routes (docs/routes.md): from the file `GATEWAY_CONFIG` names, or else one upstream

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from './config.ts';
+import { loadConfig } from './environment.ts';
 
 describe('loadConfig', () => {
   it('has the documented defaults (docs/operating.md#configuration)', () => {

@@ -2,8 +2,8 @@ import type { Lead } from '../../cache/coalesce.ts';
 import type { CachedDecision } from '../../cache/decision-cache.ts';
 import { keptQuestions } from '../../outcomes/decision-record.ts';
 import type { KeptDecision } from '../../store/store.ts';
-import type { Answered, EvaluationContext, RequestCache } from './context.ts';
 import type { StageDeps } from './deps.ts';
+import type { Answered, EvaluationContext, RequestCache } from './evaluation-context.ts';
 
 /** A decision from the cache, or from an identical request that was in flight. */
 export interface Found {

@@ -4,17 +4,17 @@ import type { FastifyInstance } from 'fastify';
  * Which methods each registered path accepts, learned from Fastify's own route registrations, so a
  * known path with the wrong method gets 405 with an `Allow` header (docs/http-api.md#errors) and nothing is listed twice.
  */
-export function createRouteTable(app: FastifyInstance) {
-  const routes: { pattern: RegExp; url: string; methods: Set<string> }[] = [];
+export function createPathTable(app: FastifyInstance) {
+  const paths: { pattern: RegExp; url: string; methods: Set<string> }[] = [];
   app.addHook('onRoute', (route) => {
     const source = `^${route.url
       .split('/')
       .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
       .join('/')}$`;
-    let entry = routes.find((r) => r.pattern.source === source);
+    let entry = paths.find((r) => r.pattern.source === source);
     if (!entry) {
       entry = { pattern: new RegExp(source), url: route.url, methods: new Set() };
-      routes.push(entry);
+      paths.push(entry);
     }
     for (const method of Array.isArray(route.method) ? route.method : [route.method])
       entry.methods.add(method);
@@ -23,13 +23,13 @@ export function createRouteTable(app: FastifyInstance) {
     /** The registered path a URL matches (for metrics), if any. */
     patternFor(url: string): string | undefined {
       const path = url.split('?', 1)[0] as string;
-      return routes.find((route) => route.pattern.test(path))?.url;
+      return paths.find((known) => known.pattern.test(path))?.url;
     },
     methodsFor(url: string): string[] {
       const path = url.split('?', 1)[0] as string;
       const methods = new Set<string>();
-      for (const route of routes) {
-        if (route.pattern.test(path)) for (const method of route.methods) methods.add(method);
+      for (const known of paths) {
+        if (known.pattern.test(path)) for (const method of known.methods) methods.add(method);
       }
       return [...methods].sort();
     },

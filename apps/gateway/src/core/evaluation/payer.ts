@@ -1,7 +1,7 @@
 import type { GatewayFailure } from '@decision-gateway/contract';
 import type { Credentials } from '../../auth/authenticate.ts';
-import type { EvaluationContext } from './context.ts';
 import type { StageDeps } from './deps.ts';
+import type { EvaluationContext } from './evaluation-context.ts';
 
 const credentialsOf = (ctx: EvaluationContext, cached: boolean): Credentials => ({
   authorization: ctx.call.authorization,

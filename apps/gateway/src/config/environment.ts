@@ -1,8 +1,7 @@
 import { existsSync } from 'node:fs';
 import { Origin } from '@decision-gateway/contract';
 import { z } from 'zod';
-import { type GatewaySetup, loadGatewayFile, singleUpstreamSetup } from './gateway-config.ts';
-import type { TracingSettings } from './telemetry/start-tracing.ts';
+import type { TracingSettings } from '../telemetry/start-tracing.ts';
 import {
   UPSTREAM_DEFAULTS,
   UPSTREAM_KIND_NAMES,
@@ -10,8 +9,9 @@ import {
   UpstreamConfig,
   type UpstreamEnv,
   type UpstreamKindName,
-} from './upstreams/kinds/index.ts';
-import { DEFAULT_TOP_LOGPROBS } from './upstreams/kinds/openai/index.ts';
+} from '../upstreams/kinds/index.ts';
+import { DEFAULT_TOP_LOGPROBS } from '../upstreams/kinds/openai/index.ts';
+import { type GatewaySetup, loadGatewayFile, singleUpstreamSetup } from './routes-file.ts';
 
 const integer = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
   z

@@ -7,8 +7,8 @@ import type {
   UsageDetails,
 } from '@decision-gateway/contract';
 import type { DecisionCache, DecisionKey } from '../../cache/decision-cache.ts';
+import type { Route } from '../../routing/route.ts';
 import type { KeptDecision, KeyAuth, TokenAuth } from '../../store/store.ts';
-import type { Route } from '../../upstreams/route.ts';
 import type { EvaluationCall, EvaluationLog, ResponseMeta } from './types.ts';
 
 /** Who pays for a request: its key, and the browser token it came with, if any. */

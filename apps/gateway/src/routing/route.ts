@@ -18,7 +18,7 @@ import {
 import type { Logger } from 'pino';
 import { ATTR } from '../telemetry/attributes.ts';
 import { asAttempt, inSpan, markFailed, type TraceParent } from '../telemetry/spans.ts';
-import { askInGroups } from './groups.ts';
+import { askInGroups } from '../upstreams/groups.ts';
 
 /** One upstream of a route, with the deadline of each call to it. */
 export interface RouteMember {
@@ -115,7 +115,7 @@ const addUsage = (a: Usage, b: Usage): Usage => ({
 });
 
 /** One upstream's checked answers. */
-type Answered = {
+type UpstreamAnswers = {
   answers: Record<string, Answer>;
   refused: string[];
   usage: Usage;
@@ -131,10 +131,10 @@ export interface Attribution {
 }
 
 /** What the upstreams asked so far answered together, and who answered. */
-type Combined = Answered & { answeredBy: string[]; attribution: Attribution };
+type Combined = UpstreamAnswers & { answeredBy: string[]; attribution: Attribution };
 
 /** A later answer takes the place of the first for the questions it answered; every answer is billed. */
-function merge(result: Combined, later: Answered, name: string): void {
+function merge(result: Combined, later: UpstreamAnswers, name: string): void {
   const { answeredBy, replaced } = result.attribution;
   for (const id of Object.keys(later.answers)) {
     const before = result.answers[id];
@@ -254,7 +254,7 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
     const tries = { count: 0 };
     const members = order();
     let last: { failure: GatewayFailure; detail?: string } | undefined;
-    let first: Answered | undefined;
+    let first: UpstreamAnswers | undefined;
     let firstIndex = -1;
     for (let index = 0; index < members.length; index++) {
       const member = members[index] as RouteMember;
