@@ -267,6 +267,13 @@ describe('metrics', () => {
       debited += (await post(gw.url, '/v1/systemone', sampleRequest(), bearer(key))).body.data.creditsUsed;
     await fetch(`${gw.url}/v1/systemone`, { method: 'GET' });
     await fetch(`${gw.url}/trpc/models`, { headers: bearer(key) });
+    // Every procedure of the router has its own label, outcomes.record included.
+    await post(
+      gw.url,
+      '/trpc/outcomes.record',
+      { requestId: 'req_unknown', outcomes: { a: true } },
+      bearer(key),
+    );
     const text = await (await fetch(`${gw.url}/metrics`)).text();
     const total = /^dg_credits_debited_total (\S+)$/m.exec(text)?.[1] as string;
     expect(total).toBe(String(Math.round(debited * 1e6) / 1e6));
@@ -275,6 +282,9 @@ describe('metrics', () => {
     );
     expect(text).toContain(
       'dg_http_requests_total{route="/trpc/models",method="GET",status="200",code="0"} 1',
+    );
+    expect(text).toContain(
+      'dg_http_requests_total{route="/trpc/outcomes.record",method="POST",status="404",code="40400"} 1',
     );
   });
 });

@@ -234,7 +234,8 @@ async function evaluateFast(request: FastifyRequest, reply: FastifyReply, evalua
   return reply.code(f.status).send(Buffer.from(trpcErrorBody(f, request.id, 'evaluate')));
 }
 
-const PROCEDURES = new Set(['evaluate', 'models', 'tokens.create']);
+/** The router's own procedure paths (`outcomes.record`, `tokens.create`, …): a new one is labelled by itself. */
+const PROCEDURES = new Set(Object.keys(appRouter._def.procedures));
 
 /** One metrics label per procedure; a batch is one label, an unknown path another. */
 function procedureLabel(path: string, batch: boolean): string {
