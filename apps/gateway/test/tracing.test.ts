@@ -659,7 +659,9 @@ describe('a collector that is down, refuses or never answers', () => {
       }
       for (const standIn of Object.values(up)) await standIn.close();
     }
-  });
+    // Three gateway processes and many export rounds: on a busy 2-core machine this takes far
+    // longer than the suite's 20 s default, and its own waits give up after 60 s each.
+  }, 180_000);
 });
 
 const warnings = (running: Running) =>

@@ -10,6 +10,13 @@ export const Usage = z
   .meta({ id: 'Usage' });
 export type Usage = z.infer<typeof Usage>;
 
+/** Usage beyond input and output tokens, where an upstream reports it (`openai-decisions`), summed over its calls. */
+export interface UsageDetails {
+  cached_tokens: number;
+  cache_write_tokens: number;
+  reasoning_tokens: number;
+}
+
 export const EvaluationResult = z
   .strictObject({
     model: z.literal(MODEL_ID),

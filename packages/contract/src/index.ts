@@ -1,16 +1,16 @@
 export * from './admin.ts';
 export * from './answer.ts';
 export * from './content.ts';
+export * from './dialects/openai-decisions.ts';
 export * from './envelope.ts';
 export * from './errors.ts';
 export * from './limits.ts';
 export * from './models.ts';
 export * from './native.ts';
-export * from './openai-decisions.ts';
 export * from './openapi.ts';
 export * from './outcomes.ts';
 export * from './own-key-record.ts';
 export * from './parse-request.ts';
 export * from './question-types/index.ts';
 export * from './request.ts';
-export { humanError, toIssues } from './zod-issues.ts';
+export { humanError, parseWorded, toIssues } from './zod-issues.ts';

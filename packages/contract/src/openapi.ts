@@ -14,17 +14,17 @@ import {
   UsageSummary,
 } from './admin.ts';
 import { EvaluationData } from './answer.ts';
-import { ErrorEnvelope, successEnvelope } from './envelope.ts';
-import { ERROR_TABLE, ERROR_TYPES } from './errors.ts';
-import { LIMITS, MODEL_ID } from './limits.ts';
-import { ModelList } from './models.ts';
-import { NativeError, NativeResult } from './native.ts';
 import {
   OpenAiDecisionRequest,
   OpenAiDecisionResponse,
   OpenAiErrorBody,
   OpenAiModelList,
-} from './openai-decisions.ts';
+} from './dialects/openai-decisions.ts';
+import { ErrorEnvelope, successEnvelope } from './envelope.ts';
+import { ERROR_TABLE, ERROR_TYPES } from './errors.ts';
+import { LIMITS, MODEL_ID } from './limits.ts';
+import { ModelList } from './models.ts';
+import { NativeError, NativeResult } from './native.ts';
 import { Calibration, RecordedOutcomes, RecordOutcomesBody } from './outcomes.ts';
 import { recordShapeOf } from './own-key-record.ts';
 import { QUESTION_EXAMPLES } from './question-types/index.ts';

@@ -38,5 +38,14 @@ export const EvaluationRequest = z
   .meta({ id: 'EvaluationRequest' });
 
 export type EvaluationRequest = z.infer<typeof EvaluationRequest>;
+
+/**
+ * A request as its caller wrote it in a dialect of its own (OpenAI's, through its door): the
+ * evaluation core carries it untouched, never reading it, to the upstream kind that speaks
+ * `dialect`, which may send it as written.
+ */
+export interface AsWritten {
+  readonly dialect: string;
+}
 export type Questions = EvaluationRequest['questions'];
 export type State = EvaluationRequest['state'];

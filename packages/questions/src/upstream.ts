@@ -1,7 +1,7 @@
 import type {
+  AsWritten,
   EvaluationRequest,
   GatewayFailure,
-  OpenAiOriginal,
   Usage,
   UsageDetails,
 } from '@decision-gateway/contract';
@@ -14,8 +14,11 @@ export interface UpstreamCall {
   requestId: string;
   /** Epoch milliseconds by which the answer must be in, across all attempts (docs/upstreams.md). */
   deadlineAt: number;
-  /** The request as an OpenAI-door caller wrote it: an `openai-decisions` upstream is sent exactly that. */
-  original?: OpenAiOriginal;
+  /**
+   * The request as its caller wrote it in a door's own dialect, untouched: the upstream kind that
+   * speaks `asWritten.dialect` may send it as written; every other kind ignores it.
+   */
+  asWritten?: AsWritten;
   /**
    * Where the trace of this call continues, while the gateway traces (docs/tracing.md): opaque
    * to upstreams, handed on to the HTTP client with the call.

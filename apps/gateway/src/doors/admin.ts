@@ -21,8 +21,8 @@ import type { DecisionCache } from '../cache/decision-cache.ts';
 import type { KeyResult, KeyService } from '../keys/key-service.ts';
 import type { Outcomes } from '../outcomes/outcome-service.ts';
 import type { UsageReports } from '../usage/reports.ts';
+import { sendSuccess } from './answer.ts';
 import { type DoorOptions, door, sendFailure as sendDoorFailure } from './door.ts';
-import { sendSuccess } from './envelope.ts';
 
 const sendFailure = (reply: FastifyReply, f: GatewayFailure) => sendDoorFailure(reply, f, 'admin');
 

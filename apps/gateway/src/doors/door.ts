@@ -1,10 +1,11 @@
 import { trpcErrorBody } from '@decision-gateway/api';
-import { failure, type GatewayFailure, LIMITS, nativeError, openAiError } from '@decision-gateway/contract';
+import { failure, type GatewayFailure, LIMITS, nativeError } from '@decision-gateway/contract';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { storeTroubleFailure } from '../core/store-trouble.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 import type { DoorOutcome } from './door-outcome.ts';
 import { errorBody, retryAfterSeconds } from './envelope.ts';
+import { openAiError } from './openai/translate.ts';
 
 /** The doors (docs/http-api.md#the-other-doors): each a plugin that owns its wire format. */
 export type DoorName = 'rest' | 'native' | 'trpc' | 'openai' | 'admin' | 'operations' | 'console';

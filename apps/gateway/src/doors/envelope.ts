@@ -1,5 +1,4 @@
 import type { GatewayFailure } from '@decision-gateway/contract';
-import type { FastifyReply } from 'fastify';
 
 /** The success envelope of docs/http-api.md#the-success-envelope-http-200, serialised once. */
 export function successBody(data: unknown, requestId: string): string {
@@ -17,10 +16,4 @@ export function errorBody(failure: GatewayFailure, requestId: string): string {
 /** `Retry-After` is whole seconds, rounded up so a caller never comes back too early. */
 export function retryAfterSeconds(retryAfterMs: number): string {
   return String(Math.max(1, Math.ceil(retryAfterMs / 1000)));
-}
-
-/** A success in the envelope of docs/http-api.md#the-success-envelope-http-200. */
-export function sendSuccess(reply: FastifyReply, data: unknown, status = 200): FastifyReply {
-  reply.request.outcome ??= { code: 0 };
-  return reply.code(status).type('application/json; charset=utf-8').send(successBody(data, reply.request.id));
 }

@@ -4,8 +4,8 @@ import { dirname, join } from 'node:path';
 import { buildOpenApiDocument, failure } from '@decision-gateway/contract';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayMetrics } from '../metrics.ts';
+import { sendSuccess } from './answer.ts';
 import { type DoorOptions, door, sendFailure } from './door.ts';
-import { sendSuccess } from './envelope.ts';
 
 /** Swagger UI's static files, served from the npm package (no CDN: gateways often run offline). */
 const SWAGGER_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));

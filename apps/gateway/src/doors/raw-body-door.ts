@@ -6,15 +6,14 @@ import {
   type Parsed,
 } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Evaluate, ResponseMeta } from '../core/evaluation/index.ts';
+import type { Evaluate } from '../core/evaluation/index.ts';
 import { isJsonMediaType } from '../core/media-type.ts';
+import { answerEvaluation, sendJson } from './answer.ts';
 import type { CallerActions } from './caller-actions.ts';
 import { cors, originOf } from './cors.ts';
 import { type DoorName, type DoorOptions, door, sendFailure } from './door.ts';
-import { reportOf } from './door-outcome.ts';
 import { successBody } from './envelope.ts';
 import { rawEvaluationCall, readRawBodies, sentContentType } from './read-body.ts';
-import { metaHeaders } from './response-meta.ts';
 
 export interface EvaluationDoorOptions extends DoorOptions {
   evaluate: Evaluate;
@@ -65,19 +64,16 @@ function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers, callerActio
       });
     }
 
-    const succeed = (reply: FastifyReply, data: unknown, meta?: ResponseMeta) => {
-      reply.request.outcome ??= { code: 0 };
-      if (meta) reply.headers(metaHeaders(meta));
-      return reply.type('application/json; charset=utf-8').send(body(data, reply.request.id));
-    };
+    const succeed = (reply: FastifyReply, data: unknown) => sendJson(reply, body(data, reply.request.id));
 
-    app.post('/v1/systemone', async (request, reply) => {
-      const outcome = await opts.evaluate(rawEvaluationCall(request));
-      const report = reportOf(request.id, outcome);
-      request.outcome = { code: report.code, evaluations: [report] };
-      if (!outcome.ok) return sendFailure(reply.headers(metaHeaders(outcome.meta)), outcome.failure, name);
-      return succeed(reply, evaluated(outcome.data), outcome.meta);
-    });
+    app.post(
+      '/v1/systemone',
+      answerEvaluation(opts.evaluate, {
+        door: name,
+        call: rawEvaluationCall,
+        success: (outcome, requestId) => body(evaluated(outcome.data), requestId),
+      }),
+    );
 
     const credentialsOf = (request: FastifyRequest) => ({
       authorization: request.headers.authorization,

@@ -15,11 +15,12 @@ import {
   type Parsed,
 } from '@decision-gateway/contract';
 import { fastifyRequestHandler } from '@trpc/server/adapters/fastify';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Evaluate } from '../core/evaluation/index.ts';
 import { storeTroubleFailure } from '../core/store-trouble.ts';
 import { traceOperation } from '../telemetry/request-spans.ts';
 import type { TraceParent } from '../telemetry/spans.ts';
+import { answerEvaluation } from './answer.ts';
 import type { CallerActions, Result } from './caller-actions.ts';
 import { cors, originOf } from './cors.ts';
 import { type DoorOptions, door } from './door.ts';
@@ -51,11 +52,23 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
   // Bytes under the 32 KiB limit; the media type is judged by the core after authentication.
   readRawBodies(app, 'buffer');
   const browsers = cors(app, opts.corsOrigins);
+  // One `POST /trpc/evaluate` with no query, answered as REST is (isPlainEvaluate says why).
+  const evaluateFast = answerEvaluation(opts.evaluate, {
+    door: 'trpc',
+    call: rawEvaluationCall,
+    success: ({ data }) => JSON.stringify({ result: { data } }),
+    exact: {
+      mediaType: 'application/json',
+      headers: { vary: 'trpc-accept, accept' },
+      failure: (f, requestId) => trpcErrorBody(f, requestId, 'evaluate'),
+      label: '/trpc/evaluate',
+    },
+  });
 
   app.all<{ Params: { path: string } }>('/:path', async (request, reply) => {
     if (browsers && request.method === 'OPTIONS') return browsers.preflight(request, reply);
     const bytes = Buffer.isBuffer(request.body) ? request.body : undefined;
-    if (isPlainEvaluate(request)) return evaluateFast(request, reply, opts.evaluate);
+    if (isPlainEvaluate(request)) return evaluateFast(request, reply);
     // tRPC reads a string body; an empty body, a byte-order mark or invalid UTF-8 is 40000
     // (docs/http-api.md#errors), told to each operation when it reads its input.
     const text: Parsed<string> | undefined = request.method === 'POST' ? decodeBodyText(bytes) : undefined;
@@ -214,24 +227,6 @@ function isPlainEvaluate(request: FastifyRequest<{ Params: { path: string } }>):
   if (request.url.indexOf('?') !== -1) return false;
   const accept = request.headers['trpc-accept'] ?? request.headers.accept;
   return typeof accept !== 'string' || !accept.includes('application/jsonl');
-}
-
-async function evaluateFast(request: FastifyRequest, reply: FastifyReply, evaluate: Evaluate) {
-  const outcome = await evaluate(rawEvaluationCall(request));
-  const report = reportOf(request.id, outcome);
-  const { code } = report;
-  request.outcome = { code, evaluations: [report], route: '/trpc/evaluate' };
-  reply.headers({
-    'content-type': 'application/json',
-    vary: 'trpc-accept, accept',
-    ...metaHeaders(outcome.meta),
-  });
-  // Bytes, not a string: Fastify would add `; charset=utf-8`, which the adapter does not send.
-  if (outcome.ok)
-    return reply.code(200).send(Buffer.from(JSON.stringify({ result: { data: outcome.data } })));
-  const { failure: f } = outcome;
-  if (f.retryAfterMs !== undefined) reply.header('retry-after', retryAfterSeconds(f.retryAfterMs));
-  return reply.code(f.status).send(Buffer.from(trpcErrorBody(f, request.id, 'evaluate')));
 }
 
 /** The router's own procedure paths (`outcomes.record`, `tokens.create`, …): a new one is labelled by itself. */

@@ -10,7 +10,7 @@ import { createCallerActions } from '../doors/caller-actions.ts';
 import { consoleDoor } from '../doors/console.ts';
 import { door, doorOf, notFound, sendFailure } from '../doors/door.ts';
 import type { DoorOutcome, EvaluationReport } from '../doors/door-outcome.ts';
-import { openAiDoor } from '../doors/openai.ts';
+import { openAiDoor } from '../doors/openai/index.ts';
 import { operationsDoor } from '../doors/operations.ts';
 import { nativeDoor, restDoor } from '../doors/raw-body-door.ts';
 import { trpcDoor } from '../doors/trpc.ts';

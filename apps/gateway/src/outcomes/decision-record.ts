@@ -1,4 +1,4 @@
-import type { Answer, EvaluationRequest, OpenAiOriginal, Question, Truth } from '@decision-gateway/contract';
+import type { Answer, EvaluationRequest, Question, Truth } from '@decision-gateway/contract';
 import {
   behaviourOf,
   behaviourOfType,
@@ -29,7 +29,12 @@ export function keptQuestions(
   request: EvaluationRequest,
   answers: Readonly<Record<string, Answer>>,
   upstream: string,
-  options: { attribution?: Attribution; refused?: readonly string[]; original?: OpenAiOriginal } = {},
+  options: {
+    attribution?: Attribution;
+    refused?: readonly string[];
+    /** Each choice's options as its caller names them in truths, where a door's dialect types them. */
+    truthValues?: ReadonlyMap<string, readonly (string | boolean)[]>;
+  } = {},
 ): KeptQuestions {
   const result: KeptQuestions = {};
   for (const [id, answer] of Object.entries(answers)) {
@@ -42,8 +47,8 @@ export function keptQuestions(
       ...kept(question, answer, by),
       ...behaviourOf(question).keepQuestion(question),
     };
-    const asked = options.original?.questions.get(id);
-    if (asked?.type === 'choice') entry.values = asked.choices.map((c) => c.value);
+    const values = options.truthValues?.get(id);
+    if (values) entry.values = [...values];
     const replaced = options.attribution?.replaced[id];
     if (replaced) entry.first = kept(question, replaced.answer, replaced.upstream);
     result[id] = entry;

@@ -65,7 +65,7 @@ async function ask(ctx: EvaluationContext, route: Route, deps: StageDeps): Promi
     requestId: ctx.call.requestId,
     deadlineAt: deps.clock() + route.spec.deadlineMs,
   };
-  if (ctx.original) call.original = ctx.original;
+  if (ctx.asWritten) call.asWritten = ctx.asWritten;
   if (ctx.call.trace) call.trace = ctx.call.trace;
   if (ctx.call.dialect?.showsRefusals) call.showsRefusals = true;
   const outcome = await route.answer(call);
@@ -133,7 +133,7 @@ function keptDecision(ctx: EvaluationContext, outcome: Extract<RouteOutcome, { o
     {
       refused: outcome.refused,
       ...(outcome.attribution && { attribution: outcome.attribution }),
-      ...(ctx.original && { original: ctx.original }),
+      ...(ctx.truthValues && { truthValues: ctx.truthValues }),
     },
   );
   return { questions: JSON.stringify(questions), reused: null };

@@ -1,8 +1,8 @@
 import type {
   Answer,
+  AsWritten,
   EvaluationRequest,
   GatewayFailure,
-  OpenAiOriginal,
   Usage,
   UsageDetails,
 } from '@decision-gateway/contract';
@@ -53,8 +53,9 @@ export interface EvaluationContext {
   /** Bytes of the body as received (the reservation's bound counts them). */
   bodyBytes: number;
   request?: EvaluationRequest;
-  /** The request as an OpenAI-door caller wrote it. */
-  original?: OpenAiOriginal;
+  /** The request as written in its door's dialect, and how its caller names choice options (Translated). */
+  asWritten?: AsWritten;
+  truthValues?: ReadonlyMap<string, readonly (string | boolean)[]>;
   /** How many questions the request asked (0 until it is read). */
   questions: number;
   /** A 40001 found while reading, answered once the route is known (docs/http-api.md#errors). */

@@ -1,4 +1,4 @@
-import { type GatewayFailure, MODEL_ID, type Usage } from '@decision-gateway/contract';
+import { type AsWritten, type GatewayFailure, MODEL_ID, type Usage } from '@decision-gateway/contract';
 import { createCoalescer } from '../../cache/coalesce.ts';
 import type { CachedDecision } from '../../cache/decision-cache.ts';
 import { storeTroubleFailure } from '../store-trouble.ts';
@@ -12,7 +12,7 @@ import { authenticateCaller, confirmPayer } from './payer.ts';
 import { rateLimit } from './rate-limit.ts';
 import { readRequest } from './read-request.ts';
 import { resolveRoute } from './resolve-route.ts';
-import type { EvaluationCall, EvaluationDeps, EvaluationOutcome, Evaluator } from './types.ts';
+import type { Evaluate, EvaluationCall, EvaluationDeps, EvaluationOutcome, Evaluator } from './types.ts';
 
 export type * from './types.ts';
 
@@ -46,7 +46,7 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     }),
   };
 
-  async function evaluate(call: EvaluationCall): Promise<EvaluationOutcome> {
+  async function run(call: EvaluationCall): Promise<EvaluationOutcome> {
     const ctx = newContext(call);
     try {
       const stop =
@@ -142,7 +142,7 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
       refused,
     };
     if (usageDetails) outcome.usageDetails = usageDetails;
-    if (ctx.original) outcome.original = ctx.original;
+    if (ctx.asWritten) outcome.asWritten = ctx.asWritten;
     return outcome;
   }
 
@@ -151,6 +151,10 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     await Promise.all(pending.map((ctx) => deps.ledger.release(ctx, 503)));
     return pending.length;
   }
+
+  // The request as written that an outcome carries back is the one this call's own dialect parsed.
+  const evaluate: Evaluate = <W extends AsWritten>(call: EvaluationCall<W>) =>
+    run(call) as Promise<EvaluationOutcome<W>>;
 
   return { evaluate, abandonInFlight };
 }

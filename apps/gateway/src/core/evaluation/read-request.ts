@@ -42,7 +42,10 @@ function parsed(ctx: EvaluationContext, decoded: Parsed<unknown>): GatewayFailur
   if (dialect === undefined) request = parseEvaluationRequest(decoded.value);
   else {
     const spoken = dialect.parse(decoded.value);
-    if (spoken.ok) ctx.original = spoken.value.original;
+    if (spoken.ok) {
+      ctx.asWritten = spoken.value.asWritten;
+      if (spoken.value.truthValues) ctx.truthValues = spoken.value.truthValues;
+    }
     request = spoken.ok ? { ok: true, value: spoken.value.request } : spoken;
   }
   if (!request.ok) {

@@ -1,8 +1,8 @@
 import type {
+  AsWritten,
   EvaluationData,
   EvaluationRequest,
   GatewayFailure,
-  OpenAiOriginal,
   Parsed,
   QuestionType,
   Usage,
@@ -55,16 +55,29 @@ export type EvaluationBody =
 /**
  * How a door's request body becomes the gateway's request, for a door that speaks another
  * dialect of decisions (the OpenAI door). Without one, the body is the gateway's own request.
+ * The door owns its dialect: the core never reads what `asWritten` holds.
  */
-export interface Dialect {
-  /** The body's JSON → the gateway's request, and the caller's own to answer it in; or the failure. */
-  parse(value: unknown): Parsed<{ request: EvaluationRequest; original: OpenAiOriginal }>;
+export interface Dialect<W extends AsWritten = AsWritten> {
+  /** The body's JSON → the gateway's request and the caller's own as written; or the failure. */
+  parse(value: unknown): Parsed<Translated<W>>;
   /** The door has a shape for a question an upstream declined (docs/routes.md#refused-questions). */
   showsRefusals: boolean;
 }
 
+/** A request in a door's dialect, translated. */
+export interface Translated<W extends AsWritten = AsWritten> {
+  request: EvaluationRequest;
+  /** The request as its caller wrote it, carried untouched to the upstreams (and back to the door). */
+  asWritten: W;
+  /**
+   * How the caller names each choice's options when it reports a truth (docs/outcomes.md), where
+   * not by the gateway's string labels (a boolean value stays a boolean).
+   */
+  truthValues?: ReadonlyMap<string, readonly (string | boolean)[]>;
+}
+
 /** One evaluation as a door hands it over: the request's headers, translated, and its body. */
-export interface EvaluationCall {
+export interface EvaluationCall<W extends AsWritten = AsWritten> {
   requestId: string;
   /** performance.now() when the request arrived: elapsedMs counts from here. */
   startedAt: number;
@@ -76,7 +89,7 @@ export interface EvaluationCall {
   /** The `Origin` header: a browser's request (docs/browsers.md). */
   origin?: string | undefined;
   body: EvaluationBody;
-  dialect?: Dialect;
+  dialect?: Dialect<W>;
   /** Where this evaluation's spans attach (its request's span, or a tRPC operation's), while tracing. */
   trace?: TraceParent | undefined;
 }
@@ -124,7 +137,7 @@ export interface ResponseMeta {
 /** A hit, an identical request's answer waited for, a miss, or a lookup skipped by Cache-Control. */
 export type CacheOutcome = 'hit' | 'coalesced' | 'miss' | 'bypass';
 
-export type EvaluationOutcome =
+export type EvaluationOutcome<W extends AsWritten = AsWritten> =
   | {
       ok: true;
       data: EvaluationData;
@@ -135,7 +148,7 @@ export type EvaluationOutcome =
       /** Usage beyond input and output tokens, where an upstream reported it. */
       usageDetails?: UsageDetails;
       /** The request as its caller wrote it, for a door with a dialect of its own. */
-      original?: OpenAiOriginal;
+      asWritten?: W;
     }
   | { ok: false; failure: GatewayFailure; meta: ResponseMeta; log: EvaluationLog };
 
@@ -143,7 +156,9 @@ export type EvaluationOutcome =
  * The one evaluation path every door calls. Checks run in the order of docs/http-api.md#errors;
  * a failed request is never charged; every authenticated request leaves one usage record.
  */
-export type Evaluate = (call: EvaluationCall) => Promise<EvaluationOutcome>;
+export type Evaluate = <W extends AsWritten = AsWritten>(
+  call: EvaluationCall<W>,
+) => Promise<EvaluationOutcome<W>>;
 
 export interface Evaluator {
   evaluate: Evaluate;

@@ -1,4 +1,4 @@
-import { failure } from '@decision-gateway/contract';
+import { failure, isOpenAiAsWritten } from '@decision-gateway/contract';
 import type { Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
 import type { UpstreamHttp } from '../../upstream-http.ts';
 import { byteBound } from '../systemone/systemone-upstream.ts';
@@ -26,9 +26,11 @@ export function createDecisionsUpstream(
       request,
       requestId,
       deadlineAt,
-      original,
+      asWritten,
       trace,
     }: UpstreamCall): Promise<UpstreamOutcome> {
+      // A request written in OpenAI's own dialect (its door) is sent as written.
+      const original = isOpenAiAsWritten(asWritten) ? asWritten : undefined;
       const { body, ids } = decisionsBody(request, options.model, original);
       const questions = Object.keys(request.questions).length;
       const sent = await http.postJson('/decisions', body, { requestId, deadlineAt, trace, questions });

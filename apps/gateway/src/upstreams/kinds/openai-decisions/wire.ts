@@ -2,8 +2,8 @@ import {
   type Content,
   type EvaluationRequest,
   isPlainObject,
+  type OpenAiAsWritten,
   type OpenAiDecisionRequest,
-  type OpenAiOriginal,
   type OpenAiQuestion,
   type Question,
   type QuestionOf,
@@ -93,7 +93,7 @@ function predicateOf(id: string, question: QuestionOf<'noul'>): OpenAiQuestion {
 export function decisionsBody(
   request: EvaluationRequest,
   model: string,
-  original: OpenAiOriginal | undefined,
+  original: OpenAiAsWritten | undefined,
 ): { body: OpenAiDecisionRequest; ids: string[] } {
   const ids = Object.keys(request.questions);
   if (original) {
