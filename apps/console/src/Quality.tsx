@@ -61,11 +61,10 @@ export function Quality() {
       {report && report.groups.length > 0 && (
         <>
           <div className="table">
-            <table aria-label="Calibration">
+            <table aria-label="Calibration" className="fits">
               <thead>
                 <tr>
-                  <th scope="col">Upstream</th>
-                  <th scope="col">Type</th>
+                  <th scope="col">Upstream, type</th>
                   <th scope="col">Outcomes</th>
                   <th scope="col">Accuracy</th>
                   <th scope="col">Brier</th>
@@ -83,13 +82,13 @@ export function Quality() {
                         onClick={() => setSelected(rowKey(g))}
                       >
                         {g.upstream}
-                      </button>
+                      </button>{' '}
+                      {g.type}
                     </td>
-                    <td>{g.type}</td>
                     <td>{g.outcomes}</td>
-                    <td>{g.accuracy}</td>
-                    <td>{g.brier}</td>
-                    <td>{g.ece}</td>
+                    <td>{short(g.accuracy)}</td>
+                    <td>{short(g.brier)}</td>
+                    <td>{short(g.ece)}</td>
                   </tr>
                 ))}
               </tbody>
@@ -136,6 +135,9 @@ export function Quality() {
     </section>
   );
 }
+
+/** Three decimals are enough to compare upstreams, and keep the table within a phone's width. */
+const short = (n: number) => n.toFixed(3);
 
 /** Predicted against observed per bin, beside the diagonal a calibrated upstream would follow. */
 function Reliability({ group }: { group: CalibrationGroup }) {

@@ -256,10 +256,10 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     await page.getByRole('link', { name: 'Quality' }).click();
     await page.getByRole('heading', { name: 'Quality' }).waitFor();
     const table = page.getByRole('table', { name: 'Calibration' });
-    for (const header of ['Upstream', 'Type', 'Outcomes', 'Accuracy', 'Brier', 'ECE'])
+    for (const header of ['Upstream, type', 'Outcomes', 'Accuracy', 'Brier', 'ECE'])
       await expect.poll(() => table.getByRole('columnheader', { name: header }).count()).toBe(1);
     const row = table.getByRole('row', { name: /lexical/ });
-    await expect.poll(() => row.textContent()).toMatch(/^lexicalnoul24/);
+    await expect.poll(() => row.textContent()).toMatch(/^lexical noul24/);
     // The first row is selected at first; another is selected by its button.
     await page.getByRole('img', { name: 'Reliability of lexical on noul' }).waitFor();
     await page.getByLabel('Target accuracy').fill('0.7');
@@ -275,19 +275,29 @@ describe('the console, in a real Chromium, by its accessible names', () => {
 
   it('does not scroll sideways at 375 px', async () => {
     await page.setViewportSize({ width: 375, height: 800 });
-    for (const [target, heading] of [
-      [`${url}/console#/`, 'Top keys'],
-      [`${url}/console#/playground`, 'Playground'],
-      [`${url}/console#/quality`, 'Quality'],
-      [keyPage, 'Usage'],
+    for (const [target, heading, table] of [
+      [`${url}/console#/`, 'Top keys', 'Top keys'],
+      [`${url}/console#/playground`, 'Playground', undefined],
+      [`${url}/console#/quality`, 'Quality', 'Calibration'],
+      [keyPage, 'Usage', undefined],
     ] as const) {
-      // A fresh load at this width, measured once its content is there.
+      // A fresh load at this width, measured once its content is there (its widest table too).
       await page.goto(target);
       await page.reload();
       await page.getByRole('heading', { name: heading }).waitFor();
+      if (table) await page.getByRole('table', { name: table }).waitFor();
       const width = await page.evaluate(() => document.documentElement.scrollWidth);
       expect(width, target).toBeLessThanOrEqual(375);
     }
+    // The Quality page's table fits too: no column hidden behind a sideways scroll.
+    await page.goto(`${url}/console#/quality`);
+    const calibration = page.getByRole('table', { name: 'Calibration' });
+    const [tableWidth, roomWidth] = await calibration.evaluate((table) => [
+      table.scrollWidth,
+      (table.parentElement as HTMLElement).clientWidth,
+    ]);
+    expect(tableWidth).toBeLessThanOrEqual(roomWidth);
+    await page.screenshot({ path: join(SHOTS, 'console-quality-375.png'), fullPage: true });
     await page.screenshot({ path: join(SHOTS, 'console-375.png'), fullPage: true });
   });
 });
