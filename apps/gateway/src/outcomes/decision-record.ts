@@ -7,6 +7,7 @@ import {
   type KeptQuestion,
 } from '@decision-gateway/questions';
 import type { Attribution } from '../routing/route.ts';
+import type { KeptDecision } from '../store/store.ts';
 
 export type { Judged, KeptAnswer, KeptQuestion };
 
@@ -62,4 +63,26 @@ export function judgeTruth(
   truth: Truth,
 ): { ok: true; judged: Judged } | { ok: false; reason: string } {
   return behaviourOfType(question.type).judge(question, truth);
+}
+
+/**
+ * The decision as a store keeps it for its outcomes: each question's answer, who gave it, what it
+ * replaced, and how the caller names choice options in truths (docs/outcomes.md).
+ */
+export function decisionRecord(
+  request: EvaluationRequest,
+  outcome: {
+    answers: Readonly<Record<string, Answer>>;
+    upstream: string;
+    refused: readonly string[];
+    attribution?: Attribution;
+  },
+  truthValues?: ReadonlyMap<string, readonly (string | boolean)[]>,
+): KeptDecision {
+  const questions = keptQuestions(request, outcome.answers, outcome.upstream, {
+    refused: outcome.refused,
+    ...(outcome.attribution && { attribution: outcome.attribution }),
+    ...(truthValues && { truthValues }),
+  });
+  return { questions: JSON.stringify(questions), reused: null };
 }

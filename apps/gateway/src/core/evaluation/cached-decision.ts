@@ -3,7 +3,7 @@ import type { CachedDecision } from '../../cache/decision-cache.ts';
 import { keptQuestions } from '../../outcomes/decision-record.ts';
 import type { KeptDecision } from '../../store/store.ts';
 import type { StageDeps } from './deps.ts';
-import type { Answered, EvaluationContext, RequestCache } from './evaluation-context.ts';
+import type { AnsweredDecision, RequestCache, Routed } from './evaluation-context.ts';
 
 /** A decision from the cache, or from an identical request that was in flight. */
 export interface Found {
@@ -21,11 +21,11 @@ export type LookedUp = { found: Found; lead?: undefined } | { found?: undefined;
  * of them leads, unless Cache-Control skipped the lookup.
  */
 export async function lookUp(
-  ctx: EvaluationContext,
+  ctx: Routed,
   cache: RequestCache,
   deps: Pick<StageDeps, 'coalescer' | 'onCacheOutcome'>,
 ): Promise<LookedUp> {
-  const route = (ctx.route as NonNullable<EvaluationContext['route']>).spec;
+  const route = ctx.route.spec;
   if (cache.directive !== undefined) {
     deps.onCacheOutcome?.(route.name, 'bypass');
     return {};
@@ -44,7 +44,7 @@ export async function lookUp(
 /** A successful decision, kept after its settlement (unless `Cache-Control: no-store`). */
 export async function keep(
   cache: RequestCache,
-  answered: Answered,
+  answered: AnsweredDecision,
   deps: Pick<StageDeps, 'clock'>,
   requestId: string,
 ): Promise<CachedDecision> {
@@ -60,10 +60,10 @@ export async function keep(
 }
 
 /** A hit's decision record: the decision it reused, whose upstream answered it (docs/outcomes.md). */
-export function reusedDecision(ctx: EvaluationContext, decision: CachedDecision): KeptDecision {
-  const request = ctx.request as NonNullable<EvaluationContext['request']>;
+export function reusedDecision(ctx: Routed, decision: CachedDecision): KeptDecision {
   return {
-    questions: decision.kept ?? JSON.stringify(keptQuestions(request, decision.answers, decision.upstream)),
+    questions:
+      decision.kept ?? JSON.stringify(keptQuestions(ctx.request, decision.answers, decision.upstream)),
     reused: decision.requestId ?? null,
   };
 }

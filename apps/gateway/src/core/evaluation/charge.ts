@@ -1,31 +1,23 @@
-import { failure, type GatewayFailure } from '@decision-gateway/contract';
-import { refusedKeyFailure } from '../../auth/api-keys.ts';
-import { keptQuestions } from '../../outcomes/decision-record.ts';
+import { failure } from '@decision-gateway/contract';
+import { decisionRecord } from '../../outcomes/decision-record.ts';
 import type { Route, RouteCall, RouteOutcome } from '../../routing/route.ts';
-import { type KeptDecision, StoreUnavailableError } from '../../store/store.ts';
+import { StoreUnavailableError } from '../../store/store.ts';
 import { costMicro, fromMicro } from '../credits.ts';
 import type { StageDeps } from './deps.ts';
-import type { EvaluationContext } from './evaluation-context.ts';
-import { confirmPayer, refuse } from './payer.ts';
+import type { Answered, Routed, Stage } from './evaluation-context.ts';
+import { refusedAtReservation } from './payer.ts';
 
 /**
  * Stage 6, every request the cache did not answer: reserve the worst case, ask the route, cap the
  * cost at the reservation, settle (docs/http-api.md#credits). On success `ctx.answered` holds the checked
  * answers and the debit. Storage trouble is thrown, for the pipeline's one answer to it.
  */
-export async function charge(ctx: EvaluationContext, deps: StageDeps): Promise<GatewayFailure | undefined> {
-  const route = ctx.route as Route;
-  const request = ctx.request as NonNullable<EvaluationContext['request']>;
-  const payer = ctx.payer as NonNullable<EvaluationContext['payer']>;
+export async function charge(ctx: Routed, deps: StageDeps): Promise<Stage<Answered>> {
+  const { route, request, payer } = ctx;
   const boundMicro = costMicro(route.usageBound(request, ctx.bodyBytes), deps.pricing);
   const reservation = await deps.ledger.reserve(ctx, boundMicro);
-  if (!reservation.ok && reservation.code === 'key_refused') {
-    // Revoked or expired since authentication read it: refused as authentication words it.
-    payer.unconfirmed = true;
-    const refused = (await confirmPayer(ctx, deps)) ?? refusedKeyFailure(reservation.reason);
-    refuse(ctx);
-    return refused;
-  }
+  if (!reservation.ok && reservation.code === 'key_refused')
+    return refusedAtReservation(ctx, reservation.reason, deps);
   payer.unconfirmed = false;
   if (!reservation.ok) {
     const whose = payer.token?.maxCreditsMicro ? 'the token (or its key)' : 'the key';
@@ -45,7 +37,7 @@ export async function charge(ctx: EvaluationContext, deps: StageDeps): Promise<G
     // A shutdown released this request's hold while the upstream answered: it is not charged.
     if (!deps.inFlight.settle(ctx.call.requestId))
       return failure('unavailable', 'the gateway shut down before the answer');
-    return await settle(ctx, outcome, deps);
+    return await settle(ctx, outcome, boundMicro, deps);
   } catch (error) {
     // The store cannot be reached: its hold goes stale by itself (docs/http-api.md#credits).
     if (error instanceof StoreUnavailableError) throw error;
@@ -57,10 +49,10 @@ export async function charge(ctx: EvaluationContext, deps: StageDeps): Promise<G
 }
 
 /** The route's upstreams, within the route's deadline. */
-async function ask(ctx: EvaluationContext, route: Route, deps: StageDeps): Promise<RouteOutcome> {
+async function ask(ctx: Routed, route: Route, deps: StageDeps): Promise<RouteOutcome> {
   const started = performance.now();
   const call: RouteCall = {
-    request: ctx.request as NonNullable<EvaluationContext['request']>,
+    request: ctx.request,
     bodyBytes: ctx.bodyBytes,
     requestId: ctx.call.requestId,
     deadlineAt: deps.clock() + route.spec.deadlineMs,
@@ -75,20 +67,19 @@ async function ask(ctx: EvaluationContext, route: Route, deps: StageDeps): Promi
 
 /** Never more than was reserved: an upstream reporting more is charged the reservation. */
 async function settle(
-  ctx: EvaluationContext,
+  ctx: Routed,
   outcome: Extract<RouteOutcome, { ok: true }>,
+  boundMicro: number,
   deps: StageDeps,
-): Promise<undefined> {
+): Promise<Answered> {
   const { log } = ctx;
-  const boundMicro = ctx.reservation?.boundMicro ?? 0;
   log.upstream = outcome.upstream;
   log.usage = outcome.usage;
   if (outcome.upstreamRequestId !== undefined) log.upstreamRequestId = outcome.upstreamRequestId;
   if (outcome.labelMass !== undefined) log.labelMass = outcome.labelMass;
   const reported = costMicro(outcome.usage, deps.pricing);
   if (reported > boundMicro) {
-    const route = ctx.route?.spec.name ?? '';
-    deps.onDebitCapped?.(route, reported - boundMicro);
+    deps.onDebitCapped?.(ctx.route.spec.name, reported - boundMicro);
     deps.logger.warn(
       {
         requestId: ctx.call.requestId,
@@ -100,7 +91,7 @@ async function settle(
       'the upstream reported more usage than was reserved; the reservation was charged',
     );
   }
-  const kept = deps.keepDecisions ? keptDecision(ctx, outcome) : undefined;
+  const kept = deps.keepDecisions ? decisionRecord(ctx.request, outcome, ctx.truthValues) : undefined;
   const debited = await deps.ledger.settle(
     ctx,
     outcome.usage,
@@ -112,29 +103,15 @@ async function settle(
   log.creditsUsed = creditsUsed;
   ctx.meta.upstream = outcome.upstream;
   ctx.meta.creditsUsed = creditsUsed;
-  ctx.answered = {
+  const answered = ctx as Answered;
+  answered.answered = {
     answers: outcome.answers,
     refused: outcome.refused,
     usage: outcome.usage,
     upstream: outcome.upstream,
     creditsUsed,
   };
-  if (outcome.usageDetails) ctx.answered.usageDetails = outcome.usageDetails;
-  if (kept) ctx.answered.kept = kept;
-  return undefined;
-}
-
-/** The decision kept for its outcomes: each question's answer, who gave it, and what it replaced. */
-function keptDecision(ctx: EvaluationContext, outcome: Extract<RouteOutcome, { ok: true }>): KeptDecision {
-  const questions = keptQuestions(
-    ctx.request as NonNullable<EvaluationContext['request']>,
-    outcome.answers,
-    outcome.upstream,
-    {
-      refused: outcome.refused,
-      ...(outcome.attribution && { attribution: outcome.attribution }),
-      ...(ctx.truthValues && { truthValues: ctx.truthValues }),
-    },
-  );
-  return { questions: JSON.stringify(questions), reused: null };
+  if (outcome.usageDetails) answered.answered.usageDetails = outcome.usageDetails;
+  if (kept) answered.answered.kept = kept;
+  return answered;
 }

@@ -27,7 +27,7 @@ export interface RequestCache {
 }
 
 /** What the route's upstreams answered, checked, and what it cost. */
-export interface Answered {
+export interface AnsweredDecision {
   answers: Record<string, Answer>;
   /** Declined by every upstream asked; only where the door shows refusals. */
   refused: string[];
@@ -64,10 +64,28 @@ export interface EvaluationContext {
   cache?: RequestCache;
   /** The hold on the key's credits, once reserved: its id (null on an unlimited key) and amount. */
   reservation?: { id: string | null; boundMicro: number };
-  answered?: Answered;
+  answered?: AnsweredDecision;
   /** A shutdown that could wait no longer released its hold and recorded it: nothing more is written. */
   abandoned?: true;
 }
+
+/**
+ * What each stage establishes, as tRPC's `protectedProcedure` narrows `ctx`: a stage takes the
+ * context its predecessors made and returns it narrowed, or a failure.
+ */
+/** Authenticated: who pays is known. */
+export type Authenticated = EvaluationContext & { payer: Payer };
+/** Routed: the request holds every rule and its route is known. */
+export type Routed = Authenticated & { request: EvaluationRequest; route: Route };
+/** Answered: the decision, its usage and its debit. */
+export type Answered = Routed & { answered: AnsweredDecision };
+
+/** A stage's result: the context narrowed, or the failure that ends the request. */
+export type Stage<C extends EvaluationContext> = C | GatewayFailure;
+
+/** A failure, not a context (a context always has its call). */
+export const failed = <C extends EvaluationContext>(result: Stage<C>): result is GatewayFailure =>
+  !('call' in result);
 
 export function newContext(call: EvaluationCall): EvaluationContext {
   return { call, log: {}, meta: { requestId: call.requestId }, bodyBytes: 0, questions: 0 };

@@ -5,7 +5,14 @@ import { storeTroubleFailure } from '../store-trouble.ts';
 import { type Found, keep, lookUp, reusedDecision } from './cached-decision.ts';
 import { charge } from './charge.ts';
 import type { StageDeps } from './deps.ts';
-import { type EvaluationContext, newContext, type RequestCache } from './evaluation-context.ts';
+import {
+  type Answered,
+  type EvaluationContext,
+  failed,
+  newContext,
+  type RequestCache,
+  type Routed,
+} from './evaluation-context.ts';
 import { createInFlight } from './in-flight.ts';
 import { createLedger, staleAfterMs } from './ledger.ts';
 import { authenticateCaller, confirmPayer } from './payer.ts';
@@ -49,16 +56,16 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
   async function run(call: EvaluationCall): Promise<EvaluationOutcome> {
     const ctx = newContext(call);
     try {
-      const stop =
-        (await authenticateCaller(ctx, deps)) ??
-        (await rateLimit(ctx, deps)) ??
-        (await readRequest(ctx)) ??
-        resolveRoute(ctx, deps);
+      const authenticated = await authenticateCaller(ctx, deps);
+      if (failed(authenticated)) return await fail(ctx, authenticated);
+      const stop = (await rateLimit(authenticated, deps)) ?? (await readRequest(authenticated));
       if (stop) return await fail(ctx, stop);
+      const routed = resolveRoute(authenticated, deps);
+      if (failed(routed)) return await fail(ctx, routed);
       // Awaited, not returned: an async function returning a promise pays two more microtasks.
-      return ctx.cache === undefined ? await charged(ctx) : await cached(ctx, ctx.cache);
+      return routed.cache === undefined ? await charged(routed) : await cached(routed, routed.cache);
     } catch (error) {
-      // Storage trouble is never a 500 (README.md#timeouts-and-what-sigterm-guarantees): try again shortly.
+      // Storage trouble is never a 500 (docs/operating.md#timeouts-and-what-sigterm-guarantees): try again shortly.
       const unavailable = storeTroubleFailure(error);
       if (!unavailable) throw error;
       deps.logger.warn({ err: error, requestId: call.requestId }, 'the store is unavailable');
@@ -67,11 +74,7 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
       // the store answers again, its hold freed, its debit undone should a lost settle have landed.
       // Its key too may not have been read yet: it is then looked up first (a refused key: no record).
       if (!ctx.abandoned && call.authorization !== undefined)
-        deps.ledger.releaseLater(
-          ctx,
-          503,
-          async (later) => (await authenticateCaller(later, deps)) === undefined,
-        );
+        deps.ledger.releaseLater(ctx, 503, async (later) => !failed(await authenticateCaller(later, deps)));
       return { ok: false, failure: unavailable, meta: ctx.meta, log: ctx.log };
     }
   }
@@ -85,13 +88,13 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     return { ok: false, failure, meta: ctx.meta, log: ctx.log };
   }
 
-  async function charged(ctx: EvaluationContext): Promise<EvaluationOutcome> {
-    const stop = await charge(ctx, deps);
-    return stop ? fail(ctx, stop) : answered(ctx);
+  async function charged(ctx: Routed): Promise<EvaluationOutcome> {
+    const charged = await charge(ctx, deps);
+    return failed(charged) ? fail(ctx, charged) : answered(charged);
   }
 
   /** On a route that keeps decisions: a hit is served; else this request may lead identical ones. */
-  async function cached(ctx: EvaluationContext, cache: RequestCache): Promise<EvaluationOutcome> {
+  async function cached(ctx: Routed, cache: RequestCache): Promise<EvaluationOutcome> {
     const { found, lead } = await lookUp(ctx, cache, deps);
     if (found) return served(ctx, found);
     let decision: CachedDecision | undefined;
@@ -107,10 +110,10 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
   }
 
   /** A decision from the cache (or an identical request's): nothing spent, a usage record all the same. */
-  async function served(ctx: EvaluationContext, { decision, how }: Found): Promise<EvaluationOutcome> {
+  async function served(ctx: Routed, { decision, how }: Found): Promise<EvaluationOutcome> {
     const refused = await confirmPayer(ctx, deps);
     if (refused) return { ok: false, failure: refused, meta: ctx.meta, log: ctx.log };
-    const route = ctx.route?.spec.name ?? '';
+    const route = ctx.route.spec.name;
     Object.assign(ctx.log, { cache: how, upstream: decision.upstream, usage: NO_USAGE, creditsUsed: 0 });
     const kept = deps.keepDecisions ? reusedDecision(ctx, decision) : undefined;
     await deps.ledger.recordHit(ctx, decision.upstream, kept);
@@ -119,20 +122,19 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     ctx.meta.creditsUsed = 0;
     ctx.meta.cache = 'hit';
     ctx.meta.age = Math.max(0, Math.floor((clock() - decision.storedAt) / 1000));
-    ctx.answered = {
+    const hit = ctx as Answered;
+    hit.answered = {
       answers: decision.answers,
       refused: [],
       usage: NO_USAGE,
       upstream: decision.upstream,
       creditsUsed: 0,
     };
-    return answered(ctx);
+    return answered(hit);
   }
 
-  function answered(ctx: EvaluationContext): EvaluationOutcome {
-    const { answers, refused, usage, usageDetails, creditsUsed } = ctx.answered as NonNullable<
-      EvaluationContext['answered']
-    >;
+  function answered(ctx: Answered): EvaluationOutcome {
+    const { answers, refused, usage, usageDetails, creditsUsed } = ctx.answered;
     const elapsedMs = Math.round(performance.now() - ctx.call.startedAt);
     const outcome: EvaluationOutcome = {
       ok: true,

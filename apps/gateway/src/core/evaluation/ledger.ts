@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { KeptDecision } from '../../store/store.ts';
 import { type Store, StoreUnavailableError, type UsageEntry } from '../../store/store.ts';
 import { inSpan } from '../../telemetry/spans.ts';
-import type { EvaluationContext } from './evaluation-context.ts';
+import type { Authenticated, EvaluationContext } from './evaluation-context.ts';
 
 const NO_USAGE: Usage = { input_tokens: 0, output_tokens: 0 };
 
@@ -67,8 +67,8 @@ export function createLedger({ store, clock, logger, staleAfterMs }: LedgerDeps)
 
   return {
     /** Hold `boundMicro` against the payer's key (and token) for this request. */
-    reserve(ctx: EvaluationContext, boundMicro: number) {
-      const payer = ctx.payer as NonNullable<EvaluationContext['payer']>;
+    reserve(ctx: Authenticated, boundMicro: number) {
+      const { payer } = ctx;
       const now = clock();
       return inSpan('dg.store.reserve', ctx.call.trace, undefined, () =>
         store.reserve(payer.id, ctx.call.requestId, boundMicro, now, staleBefore(now), payer.token?.id),

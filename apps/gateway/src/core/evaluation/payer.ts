@@ -1,7 +1,8 @@
 import type { GatewayFailure } from '@decision-gateway/contract';
+import { refusedKeyFailure } from '../../auth/api-keys.ts';
 import type { Credentials } from '../../auth/authenticate.ts';
 import type { StageDeps } from './deps.ts';
-import type { EvaluationContext } from './evaluation-context.ts';
+import type { Authenticated, EvaluationContext, Stage } from './evaluation-context.ts';
 
 const credentialsOf = (ctx: EvaluationContext, cached: boolean): Credentials => ({
   authorization: ctx.call.authorization,
@@ -16,17 +17,18 @@ const credentialsOf = (ctx: EvaluationContext, cached: boolean): Credentials => 
 export async function authenticateCaller(
   ctx: EvaluationContext,
   deps: Pick<StageDeps, 'authenticate'>,
-): Promise<GatewayFailure | undefined> {
+): Promise<Stage<Authenticated>> {
   const auth = await deps.authenticate(credentialsOf(ctx, true));
   if (!auth.ok) return auth.failure;
   const { principal } = auth;
-  ctx.payer = {
+  const authenticated = ctx as Authenticated;
+  authenticated.payer = {
     ...principal.key,
     token: principal.kind === 'token' ? principal.token : null,
     unconfirmed: auth.fromCache,
   };
   ctx.log.keyPrefix = principal.key.prefix;
-  return undefined;
+  return authenticated;
 }
 
 /**
@@ -47,6 +49,21 @@ export async function confirmPayer(
   }
   refuse(ctx);
   return fresh.failure;
+}
+
+/**
+ * The reservation found the key revoked or expired since authentication read it: refused as
+ * authentication words it, read afresh (docs/http-api.md#keys).
+ */
+export async function refusedAtReservation(
+  ctx: Authenticated,
+  reason: Parameters<typeof refusedKeyFailure>[0],
+  deps: Pick<StageDeps, 'authenticate'>,
+): Promise<GatewayFailure> {
+  ctx.payer.unconfirmed = true;
+  const refused = (await confirmPayer(ctx, deps)) ?? refusedKeyFailure(reason);
+  refuse(ctx);
+  return refused;
 }
 
 /** The key was refused after all: no one pays, nothing is recorded, the headers say only the id. */

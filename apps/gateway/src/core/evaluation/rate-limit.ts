@@ -1,16 +1,16 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { StageDeps } from './deps.ts';
-import type { EvaluationContext, Payer } from './evaluation-context.ts';
+import type { Authenticated, Payer } from './evaluation-context.ts';
 
 /**
  * Stage 2: a token from the key's bucket for every request, and from a browser token's own bucket
  * on top of it (docs/operating.md#configuration). 429 when either is empty.
  */
 export function rateLimit(
-  ctx: EvaluationContext,
+  ctx: Authenticated,
   deps: Pick<StageDeps, 'rateLimiter' | 'defaultRateLimitPerMinute' | 'clock'>,
 ): Promise<GatewayFailure | undefined> | undefined {
-  return rateLimitOf(ctx.payer as NonNullable<EvaluationContext['payer']>, deps);
+  return rateLimitOf(ctx.payer, deps);
 }
 
 /** Who takes the tokens: a key, and the browser token it came with (also outcomes, docs/outcomes.md). */

@@ -2,7 +2,7 @@ import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import { cacheDirective, decisionKey } from '../../cache/decision-cache.ts';
 import type { Route } from '../../routing/route.ts';
 import type { StageDeps } from './deps.ts';
-import type { EvaluationContext } from './evaluation-context.ts';
+import type { Authenticated, Routed, Stage } from './evaluation-context.ts';
 
 /**
  * Stage 4: the route (40004 if it is not one), then the rule broken that reading the request kept
@@ -10,10 +10,10 @@ import type { EvaluationContext } from './evaluation-context.ts';
  * else the `x-dg-route` header, the key's route, `default` (docs/routes.md).
  */
 export function resolveRoute(
-  ctx: EvaluationContext,
+  ctx: Authenticated,
   deps: Pick<StageDeps, 'routes' | 'cache' | 'cacheScope'>,
-): GatewayFailure | undefined {
-  const payer = ctx.payer as NonNullable<EvaluationContext['payer']>;
+): Stage<Routed> {
+  const { payer } = ctx;
   const name = payer.token?.route ?? ctx.call.route ?? payer.route ?? 'default';
   const route = deps.routes.get(name);
   if (route === undefined) return unknownRoute(name, deps.routes);
@@ -29,11 +29,13 @@ export function resolveRoute(
     ctx.meta.cache = outcome;
   }
   if (ctx.invalid) return ctx.invalid;
-  if (store && ctx.request) {
-    const key = decisionKey(deps.cacheScope ?? 'key', payer.id, name, ctx.request);
-    ctx.cache = { store, key, directive, ttlSeconds };
+  // Reading the request kept either a failure or the request: with no failure, it is here.
+  const routed = ctx as Routed;
+  if (store) {
+    const key = decisionKey(deps.cacheScope ?? 'key', payer.id, name, routed.request);
+    routed.cache = { store, key, directive, ttlSeconds };
   }
-  return undefined;
+  return routed;
 }
 
 /** 40004: the route asked for (by header or by the key) is not in the configuration. */

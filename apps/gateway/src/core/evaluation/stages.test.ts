@@ -1,4 +1,4 @@
-import { failure } from '@decision-gateway/contract';
+import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import { describe, expect, it } from 'vitest';
 import {
   callOf,
@@ -10,7 +10,14 @@ import {
   tokenOf,
 } from '../../../test/support/evaluation-fakes.ts';
 import { createMemoryCache } from '../../cache/memory-cache.ts';
-import { newContext } from './evaluation-context.ts';
+import {
+  type Authenticated,
+  type EvaluationContext,
+  failed,
+  newContext,
+  type Payer,
+  type Stage,
+} from './evaluation-context.ts';
 import { authenticateCaller, confirmPayer } from './payer.ts';
 import { rateLimit } from './rate-limit.ts';
 import { readRequest } from './read-request.ts';
@@ -18,11 +25,18 @@ import { resolveRoute } from './resolve-route.ts';
 
 const revoked = { ok: false as const, failure: failure('invalid_api_key', 'the API key has been revoked') };
 
+/** A context its authentication made: the payer given. */
+const paidBy = (ctx: EvaluationContext, payer: Payer): Authenticated => Object.assign(ctx, { payer });
+
+/** A stage's failure, or undefined where it passed the context on. */
+const failureOf = <C extends EvaluationContext>(result: Stage<C>): GatewayFailure | undefined =>
+  failed(result) ? result : undefined;
+
 describe('stage: authenticate', () => {
   it('makes the key the payer, from the cache when it may', async () => {
     const ctx = newContext(callOf());
     const authenticate = fakeAuthenticate({ fromCache: true });
-    expect(await authenticateCaller(ctx, { authenticate })).toBeUndefined();
+    expect(await authenticateCaller(ctx, { authenticate })).toBe(ctx);
     expect(ctx.payer).toMatchObject({ id: KEY.id, token: null, unconfirmed: true });
     expect(ctx.log.keyPrefix).toBe(KEY.prefix);
     expect(authenticate.calls).toEqual([{ cached: true }]);
@@ -31,7 +45,7 @@ describe('stage: authenticate', () => {
   it('stops at a refused key, with no payer', async () => {
     const ctx = newContext(callOf());
     const stop = await authenticateCaller(ctx, { authenticate: fakeAuthenticate({ refusal: revoked }) });
-    expect(stop?.code).toBe(40101);
+    expect(failureOf(stop)?.code).toBe(40101);
     expect(ctx.payer).toBeUndefined();
   });
 
@@ -57,12 +71,11 @@ describe('stage: authenticate', () => {
 describe('stage: rate limit', () => {
   async function limited(perMinute: number, tokenPerMinute?: number) {
     const deps = fakeDeps({ defaultRateLimitPerMinute: perMinute });
-    const ctx = newContext(callOf());
-    ctx.payer = {
+    const ctx = paidBy(newContext(callOf()), {
       ...KEY,
       unconfirmed: false,
       token: tokenPerMinute === undefined ? null : tokenOf({ rateLimitPerMinute: tokenPerMinute }),
-    };
+    });
     const deps2 = { ...deps, clock: () => 1_000_000 };
     const answers = [];
     for (let i = 0; i < 3; i++) answers.push((await rateLimit(ctx, deps2))?.code ?? 0);
@@ -78,8 +91,7 @@ describe('stage: rate limit', () => {
   it('a token’s own bucket applies on top of its key’s', async () => {
     expect(await limited(0, 1)).toEqual([0, 42900, 42900]);
     const deps = { ...fakeDeps({ defaultRateLimitPerMinute: 1 }), clock: () => 5 };
-    const ctx = newContext(callOf());
-    ctx.payer = { ...KEY, unconfirmed: false, token: null };
+    const ctx = paidBy(newContext(callOf()), { ...KEY, unconfirmed: false, token: null });
     await rateLimit(ctx, deps);
     const over = await rateLimit(ctx, deps);
     expect(over?.retryAfterMs).toBeGreaterThan(0);
@@ -146,18 +158,17 @@ describe('stage: resolve the route', () => {
   function contextFor(call = callOf(), keyRoute: string | null = null, tokenRoute?: string) {
     const ctx = newContext(call);
     readRequest(ctx);
-    ctx.payer = {
+    return paidBy(ctx, {
       ...KEY,
       route: keyRoute,
       unconfirmed: false,
       token: tokenRoute === undefined ? null : tokenOf({ route: tokenRoute }),
-    };
-    return ctx;
+    });
   }
 
   it('a token’s route, else the header, else the key’s, else default', () => {
     const pick = (ctx: ReturnType<typeof contextFor>) => {
-      expect(resolveRoute(ctx, { routes })).toBeUndefined();
+      expect(resolveRoute(ctx, { routes })).toBe(ctx);
       return ctx.meta.route;
     };
     expect(pick(contextFor())).toBe('default');
@@ -168,18 +179,18 @@ describe('stage: resolve the route', () => {
 
   it('an unknown route is 40004 naming the routes, before a broken rule (40001)', () => {
     const ctx = contextFor(callOf({ ...noulRequest, extra: 1 }, { route: 'nope' }));
-    const stop = resolveRoute(ctx, { routes });
+    const stop = failureOf(resolveRoute(ctx, { routes }));
     expect(stop?.code).toBe(40004);
     expect(stop?.message).toContain('the routes are: cheap, default');
     const known = contextFor(callOf({ ...noulRequest, extra: 1 }));
-    expect(resolveRoute(known, { routes })?.code).toBe(40001);
+    expect(failureOf(resolveRoute(known, { routes }))?.code).toBe(40001);
     expect(known.meta.route).toBe('default');
   });
 
   it('on a route with a cache: miss or bypass as Cache-Control says, and where the decision lives', () => {
     const cache = createMemoryCache({ maxBytes: 1 << 20 });
     const miss = contextFor(callOf(), 'cheap');
-    expect(resolveRoute(miss, { routes, cache })).toBeUndefined();
+    expect(resolveRoute(miss, { routes, cache })).toBe(miss);
     expect(miss.meta.cache).toBe('miss');
     expect(miss.cache?.directive).toBeUndefined();
     expect(miss.cache?.key.owner).toBe(KEY.id);
