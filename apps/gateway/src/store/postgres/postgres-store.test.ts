@@ -1,6 +1,7 @@
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../test/services.ts';
+import { FUNCTIONS } from './functions.ts';
 import { POSTGRES_MIGRATIONS } from './migrations.ts';
 import { migratePostgres, openPostgresStore } from './postgres-store.ts';
 
@@ -52,6 +53,25 @@ describe('PostgreSQL store', () => {
     } finally {
       await sql.end();
       await store.close();
+      await database.drop();
+    }
+  });
+
+  it('holds, once migrated, exactly the function definitions of functions.ts', async () => {
+    const database = await createTestDatabase();
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+    try {
+      await migratePostgres(sql as never);
+      const rows = await sql<{ proname: string; prosrc: string }[]>`
+        SELECT proname, prosrc FROM pg_proc WHERE proname LIKE 'dg\_%' ORDER BY proname`;
+      const inDatabase = Object.fromEntries(rows.map((row) => [row.proname, row.prosrc]));
+      // Each definition's body is what lies between its $fn$ quotes.
+      const current = Object.fromEntries(
+        Object.entries(FUNCTIONS).map(([name, definition]) => [name, definition.split('$fn$')[1]]),
+      );
+      expect(inDatabase).toEqual(current);
+    } finally {
+      await sql.end();
       await database.drop();
     }
   });

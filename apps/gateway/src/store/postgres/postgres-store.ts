@@ -16,8 +16,8 @@ import {
   toUsage,
   type UsageRow,
 } from '../rows.ts';
+import { adjustedBalance, assertUpgraded, pendingMigrations, usageTotals } from '../shared-rules.ts';
 import {
-  CREDIT_CEILING_MICRO,
   type DecisionRecord,
   groupJudged,
   type KeyAuth,
@@ -45,8 +45,7 @@ export async function migratePostgres(sql: Sql, upTo = Number.POSITIVE_INFINITY)
       (await tx<{ version: number }[]>`SELECT version FROM schema_migrations`).map((r) => r.version),
     );
     const done: number[] = [];
-    for (const step of POSTGRES_MIGRATIONS) {
-      if (applied.has(step.version) || step.version > upTo) continue;
+    for (const step of pendingMigrations(POSTGRES_MIGRATIONS, applied, upTo)) {
       await tx.unsafe(step.sql);
       await tx`INSERT INTO schema_migrations (version, name, applied_at) VALUES (${step.version}, ${step.name}, ${Date.now()})`;
       done.push(step.version);
@@ -181,14 +180,12 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
           sql.begin(async (tx) => {
             const [row] = await tx<KeyRow[]>`SELECT ${keyColumns} FROM api_keys WHERE id = ${id} FOR UPDATE`;
             if (!row) return { ok: false, code: 'not_found' } as const;
-            if (row.credits_micro === null) return { ok: false, code: 'unlimited' } as const;
-            const balance = row.credits_micro + delta;
-            if (balance < 0) return { ok: false, code: 'would_go_negative' } as const;
-            if (balance > CREDIT_CEILING_MICRO) return { ok: false, code: 'over_ceiling' } as const;
-            await tx`UPDATE api_keys SET credits_micro = ${balance} WHERE id = ${id}`;
+            const adjusted = adjustedBalance(row.credits_micro, delta);
+            if (!adjusted.ok) return adjusted;
+            await tx`UPDATE api_keys SET credits_micro = ${adjusted.balanceMicro} WHERE id = ${id}`;
             if (delta !== 0)
               await tx`INSERT INTO credit_ledger (key_id, delta_micro, at) VALUES (${id}, ${delta}, ${at})`;
-            return { ok: true, key: toKey({ ...row, credits_micro: balance }) } as const;
+            return { ok: true, key: toKey({ ...row, credits_micro: adjusted.balanceMicro }) } as const;
           }),
         false,
       ),
@@ -317,16 +314,7 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
         const [totals] = await sql.unsafe<SummedRow[]>(READS.keyTotals, [keyId], { prepare: true });
         const recent = await sql<UsageRow[]>`
         SELECT * FROM usage_records WHERE key_id = ${keyId} ORDER BY at DESC, id DESC LIMIT ${limit}`;
-        const sums = toSums(totals ?? {});
-        return {
-          totals: {
-            requests: sums.requests,
-            creditsMicro: sums.creditsMicro,
-            inputTokens: sums.inputTokens,
-            outputTokens: sums.outputTokens,
-          },
-          recent: recent.map(toUsage),
-        };
+        return { totals: usageTotals(toSums(totals ?? {})), recent: recent.map(toUsage) };
       }),
 
     ledgerBalance: (keyId) =>
@@ -387,10 +375,7 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
         () => sql<{ next: number; last: number }[]>`
           SELECT next_id AS next, last_id AS last FROM usage_rollup_backfill WHERE id = 1`,
       );
-      if (progress !== undefined && progress.next <= progress.last)
-        throw new Error(
-          `upgrading: ${progress.last - progress.next + 1} usage records still to fold into the rollups`,
-        );
+      assertUpgraded(progress);
     },
 
     async close() {

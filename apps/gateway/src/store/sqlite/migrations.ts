@@ -1,11 +1,12 @@
 import { decisionTables } from '../decision-tables.ts';
 import { rollupSchema } from '../rollups.ts';
+import type { Migration } from '../shared-rules.ts';
 
 /**
  * Versioned schema changes, applied in order at start inside one transaction each. Never edit a
  * released step: add the next one. Balances can't go below 0 even if code tried (CHECK).
  */
-export const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
+export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'keys, ledger, reservations, usage',

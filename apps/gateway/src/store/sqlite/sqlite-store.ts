@@ -19,9 +19,9 @@ import {
   toUsage,
   type UsageRow,
 } from '../rows.ts';
+import { adjustedBalance, assertUpgraded, pendingMigrations, usageTotals } from '../shared-rules.ts';
 import {
   type AdjustResult,
-  CREDIT_CEILING_MICRO,
   groupJudged,
   type KeptDecision,
   type KeyAuth,
@@ -32,7 +32,6 @@ import {
   type Store,
   StoreUnavailableError,
   type UsageEntry,
-  type UsageTotals,
 } from '../store.ts';
 import { type BackgroundConnection, openBackgroundConnection } from './background-connection.ts';
 import { createGroupCommit } from './group-commit.ts';
@@ -68,8 +67,7 @@ export function migrate(db: Database.Database, upTo = Number.POSITIVE_INFINITY):
       .map((row) => row.version),
   );
   const done: number[] = [];
-  for (const step of MIGRATIONS) {
-    if (applied.has(step.version) || step.version > upTo) continue;
+  for (const step of pendingMigrations(MIGRATIONS, applied, upTo)) {
     db.transaction(() => {
       db.exec(step.sql);
       db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
@@ -291,13 +289,11 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   const adjustCredits = db.transaction((id: string, delta: number, at: number): AdjustResult => {
     const row = sql.keyById.get(id);
     if (!row) return { ok: false, code: 'not_found' };
-    if (row.credits_micro === null) return { ok: false, code: 'unlimited' };
-    const balance = row.credits_micro + delta;
-    if (balance < 0) return { ok: false, code: 'would_go_negative' };
-    if (balance > CREDIT_CEILING_MICRO) return { ok: false, code: 'over_ceiling' };
-    sql.setCredits.run(balance, id);
+    const adjusted = adjustedBalance(row.credits_micro, delta);
+    if (!adjusted.ok) return adjusted;
+    sql.setCredits.run(adjusted.balanceMicro, id);
     if (delta !== 0) sql.grant.run(id, delta, at);
-    return { ok: true, key: toKey({ ...row, credits_micro: balance }) };
+    return { ok: true, key: toKey({ ...row, credits_micro: adjusted.balanceMicro }) };
   });
 
   /**
@@ -620,14 +616,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
         background().all<SummedRow>({ sql: READS.keyTotals, params: [keyId] }),
         background().all<UsageRow>({ sql: READS.recent, params: [keyId, limit] }),
       ]);
-      const sums = toSums(totals[0] ?? {});
-      const summary: UsageTotals = {
-        requests: sums.requests,
-        creditsMicro: sums.creditsMicro,
-        inputTokens: sums.inputTokens,
-        outputTokens: sums.outputTokens,
-      };
-      return { totals: summary, recent: recent.map(toUsage) };
+      return { totals: usageTotals(toSums(totals[0] ?? {})), recent: recent.map(toUsage) };
     },
     async ledgerBalance(keyId) {
       return sql.ledgerBalance.get(keyId, keyId)?.total ?? 0;
@@ -678,11 +667,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     async checkWritable() {
       assertSameFile();
       sql.heartbeat.run(Date.now());
-      const progress = sql.backfill.get();
-      if (progress !== undefined && progress.next <= progress.last)
-        throw new Error(
-          `upgrading: ${progress.last - progress.next + 1} usage records still to fold into the rollups`,
-        );
+      assertUpgraded(sql.backfill.get());
     },
     async close() {
       await reads?.close();
