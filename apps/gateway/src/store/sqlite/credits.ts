@@ -1,0 +1,172 @@
+import { toUsage } from '../rows.ts';
+import type { KeptDecision, ReserveResult, Store, UsageEntry } from '../store.ts';
+import type { SqliteParts } from './parts.ts';
+
+type CreditMethods = Pick<Store, 'reserve' | 'settle' | 'release' | 'ledgerBalance'>;
+
+/**
+ * Credits (docs/http-api.md#credits): a request's hold, its settlement with its usage record and
+ * decision, its release; each a write of the group commit.
+ */
+export function sqliteCredits({ sql, write, rollups }: SqliteParts): CreditMethods {
+  /**
+   * Stale reservations only stop counting (`since`); rows are swept at most once a minute. (If a
+   * batch is rolled back and replayed, its sweep may be skipped: the next one catches up.)
+   */
+  let lastSweep = 0;
+
+  /** What a capped token can still spend beside its live reservations; undefined when uncapped. */
+  const tokenAvailable = (tokenId: string | null | undefined, since: number): number | undefined => {
+    if (tokenId === null || tokenId === undefined) return undefined;
+    const budget = sql.tokenBudget.get({ tokenId, since });
+    if (!budget || budget.cap === null) return undefined;
+    return budget.cap - budget.spent - budget.held;
+  };
+
+  const reserve = (
+    keyId: string,
+    requestId: string,
+    amount: number,
+    at: number,
+    staleBefore: number,
+    tokenId: string | null = null,
+  ): ReserveResult => {
+    if (at - lastSweep > 60_000) {
+      sql.dropStale.run(staleBefore);
+      lastSweep = at;
+    }
+    const row = sql.balance.get({ keyId, since: staleBefore });
+    // The key as it stands now: authentication may have read it from a cache (docs/http-api.md#keys).
+    if (!row) return { ok: false, code: 'key_refused', reason: 'unknown' };
+    if (row.revokedAt !== null) return { ok: false, code: 'key_refused', reason: 'revoked' };
+    if (row.expiresAt !== null && row.expiresAt <= at)
+      return { ok: false, code: 'key_refused', reason: 'expired' };
+    // What a capped token can still spend beside its live reservations; undefined when uncapped.
+    let tokenLeft: number | undefined;
+    if (tokenId !== null) {
+      const token = sql.tokenBudget.get({ tokenId, since: staleBefore });
+      if (!token || token.expiresAt <= at) return { ok: false, code: 'key_refused', reason: 'token_expired' };
+      if (token.cap !== null) tokenLeft = token.cap - token.spent - token.held;
+    }
+    if (row.credits === null && tokenLeft === undefined) return { ok: true, reservationId: null };
+    const keyLeft = row.credits === null ? Number.MAX_SAFE_INTEGER : row.credits - row.reserved;
+    const available = Math.min(keyLeft, tokenLeft ?? Number.MAX_SAFE_INTEGER);
+    if (available >= amount) {
+      const inserted = sql.insertReservation.run(keyId, requestId, amount, at, tokenId);
+      if (inserted.changes === 1) return { ok: true, reservationId: String(inserted.lastInsertRowid) };
+    }
+    // Asked again for the same request (a retried call): the hold it already has, which the
+    // live holds above already count.
+    const existing = sql.reservationOf.get(requestId, keyId);
+    if (existing) return { ok: true, reservationId: String(existing.id) };
+    if (available >= amount) throw new Error(`request ${requestId} holds a reservation of another key`);
+    return { ok: false, code: 'insufficient_credits', availableMicro: Math.max(0, available) };
+  };
+
+  /** The request's usage record, with what was debited for it, and its rollups. */
+  const insertUsage = (entry: UsageEntry, debitMicro: number) => {
+    rollups.add({ ...entry, creditsMicro: debitMicro }, 1);
+    return sql.insertUsage.run(
+      entry.requestId,
+      entry.keyId,
+      debitMicro,
+      entry.inputTokens,
+      entry.outputTokens,
+      entry.questions,
+      entry.status,
+      entry.elapsedMs,
+      entry.at,
+      entry.route,
+      entry.upstream,
+      entry.cached ? 1 : 0,
+      entry.tokenId,
+      entry.subject,
+    );
+  };
+
+  const keepDecision = (entry: UsageEntry, decision: KeptDecision | undefined) => {
+    if (decision !== undefined)
+      sql.insertDecision.run(
+        entry.requestId,
+        entry.keyId,
+        entry.route,
+        entry.at,
+        decision.reused,
+        decision.questions,
+      );
+  };
+
+  const settle = (
+    reservationId: string | null,
+    entry: UsageEntry,
+    staleBefore: number,
+    decision?: KeptDecision,
+  ): number => {
+    let debit = entry.creditsMicro;
+    const held =
+      reservationId === null ? undefined : sql.deleteReservation.get(Number(reservationId), entry.requestId);
+    // Never more than was reserved (docs/http-api.md#credits).
+    if (held) debit = Math.min(debit, held.amount);
+    else {
+      // No hold (an unlimited key, a retried call, a hold swept as stale): settled already, the
+      // first debit stands and nothing is written twice.
+      const recorded = sql.recordedDebit.get(entry.requestId, entry.keyId);
+      if (recorded) return recorded.debit;
+    }
+    // Live reservations of other requests count against the cap; stale ones (left by a crashed
+    // process) count nowhere, even before the sweep removes them (docs/http-api.md#credits).
+    const row = sql.balance.get({ keyId: entry.keyId, since: staleBefore });
+    // A capped token never spends past its cap, beside its other live reservations (docs/browsers.md).
+    const tokenLeft = tokenAvailable(entry.tokenId, staleBefore);
+    if (tokenLeft !== undefined) debit = Math.min(debit, Math.max(0, tokenLeft));
+    if (row && row.credits !== null) {
+      // Never more than the key can still cover beside its other in-flight reservations.
+      debit = Math.min(debit, Math.max(0, row.credits - row.reserved));
+      sql.debitAndTouch.run(debit, entry.at, entry.keyId);
+    } else {
+      sql.touch.run(entry.at, entry.keyId);
+    }
+    insertUsage(entry, debit);
+    keepDecision(entry, decision);
+    return debit;
+  };
+
+  const release = (reservationId: string | null, entry: UsageEntry, decision?: KeptDecision) => {
+    // A hold still there means nothing was recorded for the request yet.
+    const held =
+      reservationId === null ? undefined : sql.deleteReservation.get(Number(reservationId), entry.requestId);
+    if (!held) {
+      const recorded = sql.recordedDebit.get(entry.requestId, entry.keyId);
+      if (recorded) {
+        // Settled, yet its caller was answered a failure: a failed request is never charged.
+        if (recorded.status === 200 && entry.status !== 200) {
+          // Its rollups move with it, unless the upgrade has yet to fold it (the fold takes it as it is then).
+          const progress = sql.backfill.get();
+          if (!(progress && recorded.id >= progress.next && recorded.id <= progress.last)) {
+            const was = toUsage(recorded);
+            rollups.add(was, -1);
+            rollups.add({ ...was, creditsMicro: 0, status: entry.status }, 1);
+          }
+          sql.voidUsage.run(entry.status, entry.requestId, entry.keyId);
+          sql.refund.run(recorded.debit, entry.keyId);
+        }
+        return;
+      }
+      sql.deleteReservationOf.run(entry.requestId, entry.keyId);
+    }
+    insertUsage(entry, 0);
+    sql.touch.run(entry.at, entry.keyId);
+    keepDecision(entry, decision);
+  };
+
+  return {
+    reserve: (keyId, requestId, amount, at, staleBefore, tokenId) =>
+      write(() => reserve(keyId, requestId, amount, at, staleBefore, tokenId ?? null)),
+    settle: (reservationId, entry, staleBefore, decision) =>
+      write(() => settle(reservationId, entry, staleBefore, decision)),
+    release: (reservationId, entry, decision) => write(() => release(reservationId, entry, decision)),
+    async ledgerBalance(keyId) {
+      return sql.ledgerBalance.get(keyId, keyId)?.total ?? 0;
+    },
+  };
+}
