@@ -1,3 +1,4 @@
+import { OPERATION_IDS } from '@decision-gateway/contract';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -67,6 +68,16 @@ describe('GET /openapi.json', () => {
       });
     expect(served.size).toBeGreaterThan(15);
     expect(missing).toEqual([]);
+    // And the other way: the document holds nothing the gateway does not serve, and every
+    // operation of the reference is served (a door declares each route once, with its entry).
+    const documented = Object.entries(
+      doc.paths as Record<string, Record<string, { operationId: string }>>,
+    ).flatMap(([path, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`));
+    expect(documented.filter((route) => !served.has(route))).toEqual([]);
+    const operations = Object.values(doc.paths as Record<string, Record<string, { operationId: string }>>)
+      .flatMap((methods) => Object.values(methods).map((operation) => operation.operationId))
+      .sort();
+    expect(operations).toEqual([...OPERATION_IDS].sort());
   });
 
   it('is a valid OpenAPI 3.1 document', async () => {

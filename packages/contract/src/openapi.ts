@@ -220,9 +220,346 @@ const ADMIN_ERRORS = [
   'payload_too_large',
 ] as const;
 
-export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
-  const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
-  const admin = [{ adminToken: [] }];
+const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+const admin = [{ adminToken: [] }];
+
+/**
+ * Every operation of the API reference, by operationId. Which path and method serve each is the
+ * doors' own declaration (apps/gateway/src/doors/serve.ts): the document is built from the routes
+ * the gateway really registered, so a route and its reference cannot drift apart.
+ */
+const OPERATIONS = {
+  evaluate: {
+    operationId: 'evaluate',
+    tags: ['Decisions'],
+    summary: 'Evaluate questions over a shared state',
+    security: [{ apiKey: [] }],
+    parameters: evaluationParameters,
+    requestBody: { required: true, content: json('EvaluationRequest', { examples: EXAMPLES }) },
+    responses: {
+      '200': {
+        ...ok('EvaluationEnvelope', 'One answer per question ID'),
+        headers: { ...requestIdHeader, ...evaluationHeaders },
+      },
+      ...errorResponses(EVALUATE_ERRORS),
+    },
+  },
+  createToken: {
+    operationId: 'createToken',
+    tags: ['Decisions'],
+    summary: 'Mint a short-lived token for a browser (API key only)',
+    description:
+      'The token (`dgt_…`) evaluates and lists models like the key, until `expiresAt`, only from its origins, ' +
+      'within `maxCredits`. A token cannot mint tokens (40300). Every field is optional.',
+    security: [{ apiKey: [] }],
+    requestBody: { required: false, content: json('CreateTokenBody') },
+    responses: {
+      '201': ok('CreatedTokenEnvelope', 'Created: the token is shown this once'),
+      ...errorResponses([
+        ...AUTH_ERRORS,
+        'forbidden',
+        'unsupported_media_type',
+        'invalid_json',
+        'invalid_request',
+        'payload_too_large',
+      ]),
+    },
+  },
+  recordOutcomes: {
+    operationId: 'recordOutcomes',
+    tags: ['Decisions'],
+    summary: 'Report what turned out true for a decision of this key',
+    description:
+      'A choice takes one of its labels (through the OpenAI door: its value, with its type), a score a level ' +
+      'index, a noul a boolean. Recording again replaces. No credits, no usage record; a rate-limit token. ' +
+      'An unknown request id, another key’s and one past DECISION_RETENTION_DAYS are the same 404.',
+    security: [{ apiKey: [] }],
+    requestBody: { required: true, content: json('RecordOutcomesBody') },
+    responses: {
+      '200': ok('RecordedOutcomesEnvelope'),
+      ...errorResponses([
+        ...AUTH_ERRORS,
+        'rate_limited',
+        'unsupported_media_type',
+        'invalid_json',
+        'invalid_request',
+        'not_found',
+      ]),
+    },
+  },
+  listModels: {
+    operationId: 'listModels',
+    tags: ['Decisions'],
+    summary: 'The models this gateway serves',
+    security: [{ apiKey: [] }],
+    responses: { '200': ok('ModelListEnvelope'), ...errorResponses(AUTH_ERRORS) },
+  },
+  evaluateNative: {
+    operationId: 'evaluateNative',
+    tags: ['System One-compatible'],
+    summary: 'Evaluate questions, answered in the System One wire format',
+    security: [{ apiKey: [] }],
+    parameters: evaluationParameters,
+    requestBody: { required: true, content: json('EvaluationRequest', { examples: EXAMPLES }) },
+    responses: {
+      '200': {
+        description: 'One answer per question ID; the credits debited are in x-credits-used',
+        headers: {
+          ...nativeHeaders,
+          ...evaluationHeaders,
+          'x-credits-used': { description: 'Credits debited, in decimal.', schema: { type: 'string' } },
+        },
+        content: json('NativeResult'),
+      },
+      ...errorResponses(EVALUATE_ERRORS, 'native'),
+    },
+  },
+  listModelsNative: {
+    operationId: 'listModelsNative',
+    tags: ['System One-compatible'],
+    summary: 'The models this gateway serves, in the System One wire format',
+    security: [{ apiKey: [] }],
+    responses: {
+      '200': { description: 'Success', headers: nativeHeaders, content: json('ModelList') },
+      ...errorResponses(AUTH_ERRORS, 'native'),
+    },
+  },
+  createDecision: {
+    operationId: 'createDecision',
+    tags: ['OpenAI-compatible'],
+    summary: "Evaluate questions in OpenAI's Decisions shape (1–400 questions, bodies up to 1 MiB)",
+    description:
+      "For the official `openai` SDKs: point them at {gateway}/openai/v1. Errors carry OpenAI's body with the gateway's code beside it.",
+    security: [{ apiKey: [] }],
+    parameters: evaluationParameters,
+    requestBody: { required: true, content: json('OpenAiDecisionRequest') },
+    responses: {
+      '200': {
+        description: "Answers in the questions' order; the credits debited are in x-credits-used",
+        headers: {
+          ...requestIdHeader,
+          ...evaluationHeaders,
+          'x-credits-used': { description: 'Credits debited, in decimal.', schema: { type: 'string' } },
+        },
+        content: json('OpenAiDecision'),
+      },
+      ...errorResponses(EVALUATE_ERRORS, 'openai'),
+    },
+  },
+  listModelsOpenAi: {
+    operationId: 'listModelsOpenAi',
+    tags: ['OpenAI-compatible'],
+    summary: "The models this gateway serves, in OpenAI's list shape",
+    security: [{ apiKey: [] }],
+    responses: {
+      '200': { description: 'Success', headers: requestIdHeader, content: json('OpenAiModelList') },
+      ...errorResponses(AUTH_ERRORS, 'openai'),
+    },
+  },
+  createKey: {
+    operationId: 'createKey',
+    tags: ['Admin'],
+    summary: 'Create an API key (the plain key is returned this once)',
+    security: admin,
+    requestBody: { required: true, content: json('CreateKeyBody') },
+    responses: { '201': ok('CreatedKeyEnvelope', 'Created'), ...errorResponses(ADMIN_ERRORS) },
+  },
+  listKeys: {
+    operationId: 'listKeys',
+    tags: ['Admin'],
+    summary: 'List API keys, newest first, a page at a time (follow nextCursor until null)',
+    security: admin,
+    parameters: [
+      {
+        name: 'limit',
+        in: 'query',
+        required: false,
+        schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+      },
+      { name: 'cursor', in: 'query', required: false, schema: { type: 'string' } },
+    ],
+    responses: {
+      '200': ok('KeyListEnvelope'),
+      ...errorResponses([...AUTH_ERRORS, 'invalid_request']),
+    },
+  },
+  getKey: {
+    operationId: 'getKey',
+    tags: ['Admin'],
+    summary: 'One API key',
+    security: admin,
+    parameters: [idParam],
+    responses: { '200': ok('KeyEnvelope'), ...errorResponses([...AUTH_ERRORS, 'not_found']) },
+  },
+  adjustCredits: {
+    operationId: 'adjustCredits',
+    tags: ['Admin'],
+    summary: 'Add or (negative) remove credits',
+    security: admin,
+    parameters: [idParam],
+    requestBody: { required: true, content: json('AdjustCreditsBody') },
+    responses: { '200': ok('KeyEnvelope'), ...errorResponses([...ADMIN_ERRORS, 'not_found']) },
+  },
+  mintTokenForKey: {
+    operationId: 'mintTokenForKey',
+    tags: ['Admin'],
+    summary: 'Mint a short-lived browser token for a key (the body of POST /v1/tokens)',
+    security: admin,
+    parameters: [idParam],
+    requestBody: { required: false, content: json('CreateTokenBody') },
+    responses: {
+      '201': ok('CreatedTokenEnvelope', 'Created: the token is shown this once'),
+      ...errorResponses([...ADMIN_ERRORS, 'not_found']),
+    },
+  },
+  revokeKey: {
+    operationId: 'revokeKey',
+    tags: ['Admin'],
+    summary: 'Revoke a key (refused on its next request)',
+    security: admin,
+    parameters: [idParam],
+    responses: { '200': ok('KeyEnvelope'), ...errorResponses([...AUTH_ERRORS, 'not_found']) },
+  },
+  keyUsage: {
+    operationId: 'keyUsage',
+    tags: ['Admin'],
+    summary: 'Usage totals and recent records of a key',
+    security: admin,
+    parameters: [
+      idParam,
+      {
+        name: 'limit',
+        in: 'query',
+        required: false,
+        schema: { type: 'integer', minimum: 1, maximum: 1000, default: 20 },
+      },
+    ],
+    responses: {
+      '200': ok('UsageReportEnvelope'),
+      ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
+    },
+  },
+  usageSeries: {
+    operationId: 'usageSeries',
+    tags: ['Admin'],
+    summary: 'Usage summed per minute, hour or day (the console’s charts); every step present, oldest first',
+    security: admin,
+    parameters: [
+      { name: 'keyId', in: 'query', required: false, schema: { type: 'string' } },
+      { name: 'from', in: 'query', required: true, schema: { type: 'string', format: 'date-time' } },
+      { name: 'to', in: 'query', required: false, schema: { type: 'string', format: 'date-time' } },
+      {
+        name: 'step',
+        in: 'query',
+        required: true,
+        schema: { type: 'string', enum: ['minute', 'hour', 'day'] },
+      },
+    ],
+    responses: {
+      '200': ok('UsageSeriesEnvelope'),
+      ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
+    },
+  },
+  usageSummary: {
+    operationId: 'usageSummary',
+    tags: ['Admin'],
+    summary: 'Usage over a range: totals, by route, by upstream and the 20 keys that spent most',
+    security: admin,
+    parameters: [
+      { name: 'keyId', in: 'query', required: false, schema: { type: 'string' } },
+      { name: 'from', in: 'query', required: true, schema: { type: 'string', format: 'date-time' } },
+      { name: 'to', in: 'query', required: false, schema: { type: 'string', format: 'date-time' } },
+    ],
+    responses: {
+      '200': ok('UsageSummaryEnvelope'),
+      ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
+    },
+  },
+  calibration: {
+    operationId: 'calibration',
+    tags: ['Admin'],
+    summary:
+      'How well each upstream’s probabilities matched the outcomes callers reported, and escalation advice',
+    security: admin,
+    parameters: [
+      { name: 'from', in: 'query', required: false, schema: { type: 'string', format: 'date-time' } },
+      { name: 'to', in: 'query', required: false, schema: { type: 'string', format: 'date-time' } },
+      { name: 'route', in: 'query', required: false, schema: { type: 'string' } },
+      { name: 'upstream', in: 'query', required: false, schema: { type: 'string' } },
+      {
+        name: 'type',
+        in: 'query',
+        required: false,
+        schema: { type: 'string', enum: ['choice', 'score', 'noul'] },
+      },
+      { name: 'keyId', in: 'query', required: false, schema: { type: 'string' } },
+      {
+        name: 'target',
+        in: 'query',
+        required: false,
+        schema: { type: 'number', exclusiveMinimum: 0, maximum: 1, default: 0.9 },
+      },
+    ],
+    responses: {
+      '200': ok('CalibrationEnvelope'),
+      ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
+    },
+  },
+  upstreamHealth: {
+    operationId: 'upstreamHealth',
+    tags: ['Admin'],
+    summary: "Each upstream's circuit state, calls and failures since start, and the routes",
+    security: admin,
+    responses: { '200': ok('UpstreamHealthEnvelope'), ...errorResponses(AUTH_ERRORS) },
+  },
+  purgeCache: {
+    operationId: 'purgeCache',
+    tags: ['Admin'],
+    summary: 'Drop cached decisions: all, or the ones one key stored',
+    security: admin,
+    parameters: [{ name: 'keyId', in: 'query', required: false, schema: { type: 'string', minLength: 1 } }],
+    responses: {
+      '200': ok('CachePurgedEnvelope'),
+      ...errorResponses([...AUTH_ERRORS, 'invalid_request']),
+    },
+  },
+  health: {
+    operationId: 'health',
+    tags: ['Operations'],
+    summary: 'Liveness',
+    responses: { '200': ok('HealthEnvelope') },
+  },
+  ready: {
+    operationId: 'ready',
+    tags: ['Operations'],
+    summary: 'Readiness: the store is reachable and the gateway is not draining',
+    responses: { '200': ok('HealthEnvelope'), ...errorResponses(['unavailable']) },
+  },
+} satisfies Record<string, { operationId: string } & Record<string, unknown>>;
+
+export type OperationId = keyof typeof OPERATIONS;
+export const OPERATION_IDS = Object.keys(OPERATIONS) as OperationId[];
+
+/** A documented route as the gateway registered it: Fastify's path (`/admin/keys/:id`), its method, its operation. */
+export interface DocumentedRoute {
+  method: string;
+  path: string;
+  operation: OperationId;
+}
+
+/** The OpenAPI paths of the routes served: Fastify's `:id` is OpenAPI's `{id}`. */
+function pathsOf(routes: readonly DocumentedRoute[]): Record<string, Record<string, unknown>> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const { method, path, operation } of routes) {
+    const openApiPath = path.replace(/:(\w+)/g, '{$1}');
+    paths[openApiPath] = { ...paths[openApiPath], [method.toLowerCase()]: OPERATIONS[operation] };
+  }
+  return paths;
+}
+
+/** The API reference of the routes the gateway serves (docs/http-api.md), from the same Zod schemas. */
+export function buildOpenApiDocument(options: { routes: readonly DocumentedRoute[]; serverUrl?: string }) {
+  const { routes } = options;
   return {
     openapi: '3.1.0',
     info: {
@@ -256,358 +593,6 @@ export function buildOpenApiDocument(options: { serverUrl?: string } = {}) {
         adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN (admin API only).' },
       },
     },
-    paths: {
-      '/v1/systemone': {
-        post: {
-          operationId: 'evaluate',
-          tags: ['Decisions'],
-          summary: 'Evaluate questions over a shared state',
-          security: [{ apiKey: [] }],
-          parameters: evaluationParameters,
-          requestBody: { required: true, content: json('EvaluationRequest', { examples: EXAMPLES }) },
-          responses: {
-            '200': {
-              ...ok('EvaluationEnvelope', 'One answer per question ID'),
-              headers: { ...requestIdHeader, ...evaluationHeaders },
-            },
-            ...errorResponses(EVALUATE_ERRORS),
-          },
-        },
-      },
-      '/v1/tokens': {
-        post: {
-          operationId: 'createToken',
-          tags: ['Decisions'],
-          summary: 'Mint a short-lived token for a browser (API key only)',
-          description:
-            'The token (`dgt_…`) evaluates and lists models like the key, until `expiresAt`, only from its origins, ' +
-            'within `maxCredits`. A token cannot mint tokens (40300). Every field is optional.',
-          security: [{ apiKey: [] }],
-          requestBody: { required: false, content: json('CreateTokenBody') },
-          responses: {
-            '201': ok('CreatedTokenEnvelope', 'Created: the token is shown this once'),
-            ...errorResponses([
-              ...AUTH_ERRORS,
-              'forbidden',
-              'unsupported_media_type',
-              'invalid_json',
-              'invalid_request',
-              'payload_too_large',
-            ]),
-          },
-        },
-      },
-      '/v1/outcomes': {
-        post: {
-          operationId: 'recordOutcomes',
-          tags: ['Decisions'],
-          summary: 'Report what turned out true for a decision of this key',
-          description:
-            'A choice takes one of its labels (through the OpenAI door: its value, with its type), a score a level ' +
-            'index, a noul a boolean. Recording again replaces. No credits, no usage record; a rate-limit token. ' +
-            'An unknown request id, another key’s and one past DECISION_RETENTION_DAYS are the same 404.',
-          security: [{ apiKey: [] }],
-          requestBody: { required: true, content: json('RecordOutcomesBody') },
-          responses: {
-            '200': ok('RecordedOutcomesEnvelope'),
-            ...errorResponses([
-              ...AUTH_ERRORS,
-              'rate_limited',
-              'unsupported_media_type',
-              'invalid_json',
-              'invalid_request',
-              'not_found',
-            ]),
-          },
-        },
-      },
-      '/v1/models': {
-        get: {
-          operationId: 'listModels',
-          tags: ['Decisions'],
-          summary: 'The models this gateway serves',
-          security: [{ apiKey: [] }],
-          responses: { '200': ok('ModelListEnvelope'), ...errorResponses(AUTH_ERRORS) },
-        },
-      },
-      '/native/v1/systemone': {
-        post: {
-          operationId: 'evaluateNative',
-          tags: ['System One-compatible'],
-          summary: 'Evaluate questions, answered in the System One wire format',
-          security: [{ apiKey: [] }],
-          parameters: evaluationParameters,
-          requestBody: { required: true, content: json('EvaluationRequest', { examples: EXAMPLES }) },
-          responses: {
-            '200': {
-              description: 'One answer per question ID; the credits debited are in x-credits-used',
-              headers: {
-                ...nativeHeaders,
-                ...evaluationHeaders,
-                'x-credits-used': { description: 'Credits debited, in decimal.', schema: { type: 'string' } },
-              },
-              content: json('NativeResult'),
-            },
-            ...errorResponses(EVALUATE_ERRORS, 'native'),
-          },
-        },
-      },
-      '/native/v1/models': {
-        get: {
-          operationId: 'listModelsNative',
-          tags: ['System One-compatible'],
-          summary: 'The models this gateway serves, in the System One wire format',
-          security: [{ apiKey: [] }],
-          responses: {
-            '200': { description: 'Success', headers: nativeHeaders, content: json('ModelList') },
-            ...errorResponses(AUTH_ERRORS, 'native'),
-          },
-        },
-      },
-      '/openai/v1/decisions': {
-        post: {
-          operationId: 'createDecision',
-          tags: ['OpenAI-compatible'],
-          summary: "Evaluate questions in OpenAI's Decisions shape (1–400 questions, bodies up to 1 MiB)",
-          description:
-            "For the official `openai` SDKs: point them at {gateway}/openai/v1. Errors carry OpenAI's body with the gateway's code beside it.",
-          security: [{ apiKey: [] }],
-          parameters: evaluationParameters,
-          requestBody: { required: true, content: json('OpenAiDecisionRequest') },
-          responses: {
-            '200': {
-              description: "Answers in the questions' order; the credits debited are in x-credits-used",
-              headers: {
-                ...requestIdHeader,
-                ...evaluationHeaders,
-                'x-credits-used': { description: 'Credits debited, in decimal.', schema: { type: 'string' } },
-              },
-              content: json('OpenAiDecision'),
-            },
-            ...errorResponses(EVALUATE_ERRORS, 'openai'),
-          },
-        },
-      },
-      '/openai/v1/models': {
-        get: {
-          operationId: 'listModelsOpenAi',
-          tags: ['OpenAI-compatible'],
-          summary: "The models this gateway serves, in OpenAI's list shape",
-          security: [{ apiKey: [] }],
-          responses: {
-            '200': { description: 'Success', headers: requestIdHeader, content: json('OpenAiModelList') },
-            ...errorResponses(AUTH_ERRORS, 'openai'),
-          },
-        },
-      },
-      '/admin/keys': {
-        post: {
-          operationId: 'createKey',
-          tags: ['Admin'],
-          summary: 'Create an API key (the plain key is returned this once)',
-          security: admin,
-          requestBody: { required: true, content: json('CreateKeyBody') },
-          responses: { '201': ok('CreatedKeyEnvelope', 'Created'), ...errorResponses(ADMIN_ERRORS) },
-        },
-        get: {
-          operationId: 'listKeys',
-          tags: ['Admin'],
-          summary: 'List API keys, newest first, a page at a time (follow nextCursor until null)',
-          security: admin,
-          parameters: [
-            {
-              name: 'limit',
-              in: 'query',
-              required: false,
-              schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
-            },
-            { name: 'cursor', in: 'query', required: false, schema: { type: 'string' } },
-          ],
-          responses: {
-            '200': ok('KeyListEnvelope'),
-            ...errorResponses([...AUTH_ERRORS, 'invalid_request']),
-          },
-        },
-      },
-      '/admin/keys/{id}': {
-        get: {
-          operationId: 'getKey',
-          tags: ['Admin'],
-          summary: 'One API key',
-          security: admin,
-          parameters: [idParam],
-          responses: { '200': ok('KeyEnvelope'), ...errorResponses([...AUTH_ERRORS, 'not_found']) },
-        },
-      },
-      '/admin/keys/{id}/credits': {
-        post: {
-          operationId: 'adjustCredits',
-          tags: ['Admin'],
-          summary: 'Add or (negative) remove credits',
-          security: admin,
-          parameters: [idParam],
-          requestBody: { required: true, content: json('AdjustCreditsBody') },
-          responses: { '200': ok('KeyEnvelope'), ...errorResponses([...ADMIN_ERRORS, 'not_found']) },
-        },
-      },
-      '/admin/keys/{id}/tokens': {
-        post: {
-          operationId: 'mintTokenForKey',
-          tags: ['Admin'],
-          summary: 'Mint a short-lived browser token for a key (the body of POST /v1/tokens)',
-          security: admin,
-          parameters: [idParam],
-          requestBody: { required: false, content: json('CreateTokenBody') },
-          responses: {
-            '201': ok('CreatedTokenEnvelope', 'Created: the token is shown this once'),
-            ...errorResponses([...ADMIN_ERRORS, 'not_found']),
-          },
-        },
-      },
-      '/admin/keys/{id}/revoke': {
-        post: {
-          operationId: 'revokeKey',
-          tags: ['Admin'],
-          summary: 'Revoke a key (refused on its next request)',
-          security: admin,
-          parameters: [idParam],
-          responses: { '200': ok('KeyEnvelope'), ...errorResponses([...AUTH_ERRORS, 'not_found']) },
-        },
-      },
-      '/admin/keys/{id}/usage': {
-        get: {
-          operationId: 'keyUsage',
-          tags: ['Admin'],
-          summary: 'Usage totals and recent records of a key',
-          security: admin,
-          parameters: [
-            idParam,
-            {
-              name: 'limit',
-              in: 'query',
-              required: false,
-              schema: { type: 'integer', minimum: 1, maximum: 1000, default: 20 },
-            },
-          ],
-          responses: {
-            '200': ok('UsageReportEnvelope'),
-            ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
-          },
-        },
-      },
-      '/admin/usage/series': {
-        get: {
-          operationId: 'usageSeries',
-          tags: ['Admin'],
-          summary:
-            'Usage summed per minute, hour or day (the console’s charts); every step present, oldest first',
-          security: admin,
-          parameters: [
-            { name: 'keyId', in: 'query', required: false, schema: { type: 'string' } },
-            { name: 'from', in: 'query', required: true, schema: { type: 'string', format: 'date-time' } },
-            { name: 'to', in: 'query', required: false, schema: { type: 'string', format: 'date-time' } },
-            {
-              name: 'step',
-              in: 'query',
-              required: true,
-              schema: { type: 'string', enum: ['minute', 'hour', 'day'] },
-            },
-          ],
-          responses: {
-            '200': ok('UsageSeriesEnvelope'),
-            ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
-          },
-        },
-      },
-      '/admin/usage/summary': {
-        get: {
-          operationId: 'usageSummary',
-          tags: ['Admin'],
-          summary: 'Usage over a range: totals, by route, by upstream and the 20 keys that spent most',
-          security: admin,
-          parameters: [
-            { name: 'keyId', in: 'query', required: false, schema: { type: 'string' } },
-            { name: 'from', in: 'query', required: true, schema: { type: 'string', format: 'date-time' } },
-            { name: 'to', in: 'query', required: false, schema: { type: 'string', format: 'date-time' } },
-          ],
-          responses: {
-            '200': ok('UsageSummaryEnvelope'),
-            ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
-          },
-        },
-      },
-      '/admin/calibration': {
-        get: {
-          operationId: 'calibration',
-          tags: ['Admin'],
-          summary:
-            'How well each upstream’s probabilities matched the outcomes callers reported, and escalation advice',
-          security: admin,
-          parameters: [
-            { name: 'from', in: 'query', required: false, schema: { type: 'string', format: 'date-time' } },
-            { name: 'to', in: 'query', required: false, schema: { type: 'string', format: 'date-time' } },
-            { name: 'route', in: 'query', required: false, schema: { type: 'string' } },
-            { name: 'upstream', in: 'query', required: false, schema: { type: 'string' } },
-            {
-              name: 'type',
-              in: 'query',
-              required: false,
-              schema: { type: 'string', enum: ['choice', 'score', 'noul'] },
-            },
-            { name: 'keyId', in: 'query', required: false, schema: { type: 'string' } },
-            {
-              name: 'target',
-              in: 'query',
-              required: false,
-              schema: { type: 'number', exclusiveMinimum: 0, maximum: 1, default: 0.9 },
-            },
-          ],
-          responses: {
-            '200': ok('CalibrationEnvelope'),
-            ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
-          },
-        },
-      },
-      '/admin/upstreams': {
-        get: {
-          operationId: 'upstreamHealth',
-          tags: ['Admin'],
-          summary: "Each upstream's circuit state, calls and failures since start, and the routes",
-          security: admin,
-          responses: { '200': ok('UpstreamHealthEnvelope'), ...errorResponses(AUTH_ERRORS) },
-        },
-      },
-      '/admin/cache': {
-        delete: {
-          operationId: 'purgeCache',
-          tags: ['Admin'],
-          summary: 'Drop cached decisions: all, or the ones one key stored',
-          security: admin,
-          parameters: [
-            { name: 'keyId', in: 'query', required: false, schema: { type: 'string', minLength: 1 } },
-          ],
-          responses: {
-            '200': ok('CachePurgedEnvelope'),
-            ...errorResponses([...AUTH_ERRORS, 'invalid_request']),
-          },
-        },
-      },
-      '/healthz': {
-        get: {
-          operationId: 'health',
-          tags: ['Operations'],
-          summary: 'Liveness',
-          responses: { '200': ok('HealthEnvelope') },
-        },
-      },
-      '/readyz': {
-        get: {
-          operationId: 'ready',
-          tags: ['Operations'],
-          summary: 'Readiness: the store is reachable and the gateway is not draining',
-          responses: { '200': ok('HealthEnvelope'), ...errorResponses(['unavailable']) },
-        },
-      },
-    },
+    paths: pathsOf(routes),
   };
 }

@@ -76,75 +76,96 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
   const reply = <T>(result: KeyResult<T>, res: Parameters<typeof sendSuccess>[0], status = 200) =>
     result.ok ? sendSuccess(res, result.value, status) : sendFailure(res, result.error);
 
-  app.post('/admin/keys', async (request, res) => {
+  app.post('/admin/keys', { config: { operation: 'createKey' } }, async (request, res) => {
     const body = parseAdminInput(CreateKeyBody, request.body);
     if (!body.ok) return sendFailure(res, body.error);
     return reply(await opts.keys.create(body.value), res, 201);
   });
 
-  app.get('/admin/keys', async (request, res) => {
+  app.get('/admin/keys', { config: { operation: 'listKeys' } }, async (request, res) => {
     const query = parseAdminInput(KeyListQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
     return reply(await opts.keys.list(query.value.limit, query.value.cursor), res);
   });
 
-  app.get<{ Params: { id: string } }>('/admin/keys/:id', async (request, res) =>
-    reply(await opts.keys.get(request.params.id), res),
+  app.get<{ Params: { id: string } }>(
+    '/admin/keys/:id',
+    { config: { operation: 'getKey' } },
+    async (request, res) => reply(await opts.keys.get(request.params.id), res),
   );
 
-  app.post<{ Params: { id: string } }>('/admin/keys/:id/credits', async (request, res) => {
-    const body = parseAdminInput(AdjustCreditsBody, request.body);
-    if (!body.ok) return sendFailure(res, body.error);
-    return reply(await opts.keys.adjustCredits(request.params.id, body.value), res);
-  });
-
-  app.post<{ Params: { id: string } }>('/admin/keys/:id/revoke', async (request, res) =>
-    reply(await opts.keys.revoke(request.params.id), res),
+  app.post<{ Params: { id: string } }>(
+    '/admin/keys/:id/credits',
+    { config: { operation: 'adjustCredits' } },
+    async (request, res) => {
+      const body = parseAdminInput(AdjustCreditsBody, request.body);
+      if (!body.ok) return sendFailure(res, body.error);
+      return reply(await opts.keys.adjustCredits(request.params.id, body.value), res);
+    },
   );
 
-  app.get<{ Params: { id: string } }>('/admin/keys/:id/usage', async (request, res) => {
-    const query = parseAdminInput(UsageQuery, request.query);
-    if (!query.ok) return sendFailure(res, query.error);
-    return reply(await opts.keys.usage(request.params.id, query.value.limit), res);
-  });
+  app.post<{ Params: { id: string } }>(
+    '/admin/keys/:id/revoke',
+    { config: { operation: 'revokeKey' } },
+    async (request, res) => reply(await opts.keys.revoke(request.params.id), res),
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/admin/keys/:id/usage',
+    { config: { operation: 'keyUsage' } },
+    async (request, res) => {
+      const query = parseAdminInput(UsageQuery, request.query);
+      if (!query.ok) return sendFailure(res, query.error);
+      return reply(await opts.keys.usage(request.params.id, query.value.limit), res);
+    },
+  );
 
   // docs/operating.md#admin-api, docs/browsers.md: a token for a key, minted by the operator (the console's playground uses it).
-  app.post<{ Params: { id: string } }>('/admin/keys/:id/tokens', async (request, res) => {
-    const body = parseAdminInput(CreateTokenBody, request.body ?? {});
-    if (!body.ok) return sendFailure(res, body.error);
-    const key = await opts.keys.get(request.params.id);
-    if (!key.ok) return sendFailure(res, key.error);
-    if (key.value.revokedAt !== null)
-      return sendFailure(res, failure('invalid_request', 'the key has been revoked: it cannot mint tokens'));
-    const minted = await opts.tokens.mint(key.value.id, body.value);
-    return minted.ok ? sendSuccess(res, minted.value, 201) : sendFailure(res, minted.error);
-  });
+  app.post<{ Params: { id: string } }>(
+    '/admin/keys/:id/tokens',
+    { config: { operation: 'mintTokenForKey' } },
+    async (request, res) => {
+      const body = parseAdminInput(CreateTokenBody, request.body ?? {});
+      if (!body.ok) return sendFailure(res, body.error);
+      const key = await opts.keys.get(request.params.id);
+      if (!key.ok) return sendFailure(res, key.error);
+      if (key.value.revokedAt !== null)
+        return sendFailure(
+          res,
+          failure('invalid_request', 'the key has been revoked: it cannot mint tokens'),
+        );
+      const minted = await opts.tokens.mint(key.value.id, body.value);
+      return minted.ok ? sendSuccess(res, minted.value, 201) : sendFailure(res, minted.error);
+    },
+  );
 
   // docs/operating.md#admin-api: usage summed per step, for the console's charts.
-  app.get('/admin/usage/series', async (request, res) => {
+  app.get('/admin/usage/series', { config: { operation: 'usageSeries' } }, async (request, res) => {
     const query = parseAdminInput(UsageSeriesQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
     return reply(await opts.reports.series(query.value), res);
   });
 
   // docs/usage.md: totals, by route, by upstream and top keys, for the console's Overview.
-  app.get('/admin/usage/summary', async (request, res) => {
+  app.get('/admin/usage/summary', { config: { operation: 'usageSummary' } }, async (request, res) => {
     const query = parseAdminInput(UsageSummaryQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
     return reply(await opts.reports.summary(query.value), res);
   });
 
   // docs/outcomes.md: how well each upstream's probabilities matched the outcomes.
-  app.get('/admin/calibration', async (request, res) => {
+  app.get('/admin/calibration', { config: { operation: 'calibration' } }, async (request, res) => {
     const query = parseAdminInput(CalibrationQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
     return reply(await opts.outcomes.calibration(query.value), res);
   });
 
-  app.get('/admin/upstreams', async (_request, res) => sendSuccess(res, opts.upstreams()));
+  app.get('/admin/upstreams', { config: { operation: 'upstreamHealth' } }, async (_request, res) =>
+    sendSuccess(res, opts.upstreams()),
+  );
 
   // docs/operating.md#admin-api: drops cached decisions, all or one key's; with no cache configured there are none.
-  app.delete('/admin/cache', async (request, res) => {
+  app.delete('/admin/cache', { config: { operation: 'purgeCache' } }, async (request, res) => {
     const query = parseAdminInput(CachePurgeQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
     const purged = opts.cache === undefined ? 0 : await opts.cache.purge(query.value.keyId);

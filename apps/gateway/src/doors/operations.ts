@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { buildOpenApiDocument, failure } from '@decision-gateway/contract';
+import { buildOpenApiDocument, type DocumentedRoute, failure } from '@decision-gateway/contract';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayMetrics } from '../metrics.ts';
 import { sendSuccess } from './answer.ts';
@@ -45,6 +45,8 @@ export interface OperationsDoorOptions extends DoorOptions {
   metrics: GatewayMetrics;
   /** Why the gateway cannot serve now, or undefined when it can. */
   readiness(): Promise<string | undefined>;
+  /** The routes registered with a reference entry (doors/serve.ts): /openapi.json documents exactly these. */
+  documentedRoutes(): readonly DocumentedRoute[];
 }
 
 /**
@@ -54,13 +56,15 @@ export interface OperationsDoorOptions extends DoorOptions {
 export async function operationsDoor(app: FastifyInstance, opts: OperationsDoorOptions) {
   door(app, 'operations', { ...opts, ownsNotFound: false });
 
-  app.get('/healthz', { config: { servedWhileDraining: true } }, async (_request, reply) =>
-    sendSuccess(reply, { status: 'ok' }),
+  app.get(
+    '/healthz',
+    { config: { servedWhileDraining: true, operation: 'health' } },
+    async (_request, reply) => sendSuccess(reply, { status: 'ok' }),
   );
   // Readiness: the store can be written (and, on SQLite, is still the file it opened), and a shared
   // rate limiter's Redis answers. A change of state is logged once, not on every probe.
   let notReady: string | undefined;
-  app.get('/readyz', async (request, reply) => {
+  app.get('/readyz', { config: { operation: 'ready' } }, async (request, reply) => {
     // While draining, the onRequest hook answers 503 before this route runs.
     const problem = await opts.readiness();
     if (problem === undefined) {
@@ -76,7 +80,7 @@ export async function operationsDoor(app: FastifyInstance, opts: OperationsDoorO
 
   let document: string | undefined;
   app.get('/openapi.json', async (_request, reply) => {
-    document ??= JSON.stringify(buildOpenApiDocument());
+    document ??= JSON.stringify(buildOpenApiDocument({ routes: opts.documentedRoutes() }));
     return reply.type('application/json; charset=utf-8').send(document);
   });
 

@@ -3,6 +3,7 @@ import {
   type EvaluationData,
   failure,
   nativeResult,
+  type OperationId,
   type Parsed,
 } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -14,6 +15,7 @@ import { cors, originOf } from './cors.ts';
 import { type DoorName, type DoorOptions, door, sendFailure } from './door.ts';
 import { successBody } from './envelope.ts';
 import { rawEvaluationCall, readRawBodies, sentContentType } from './read-body.ts';
+import { serve } from './serve.ts';
 
 export interface EvaluationDoorOptions extends DoorOptions {
   evaluate: Evaluate;
@@ -34,6 +36,8 @@ interface RawBodyDoorShape {
   name: DoorName;
   /** A door under its own path prefix answers its own 404s. */
   ownsNotFound: boolean;
+  /** Its routes' entries in the API reference. */
+  operations: { evaluate: OperationId; models: OperationId };
   evaluated(data: EvaluationData): unknown;
   body: SuccessBody;
   /** Headers every response of the door carries. */
@@ -45,18 +49,19 @@ interface RawBodyDoorShape {
   callerActions?: boolean;
 }
 
-function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers, callerActions }: RawBodyDoorShape) {
+function rawBodyDoor({
+  name,
+  ownsNotFound,
+  operations,
+  evaluated,
+  body,
+  headers,
+  callerActions,
+}: RawBodyDoorShape) {
   return async (app: FastifyInstance, opts: EvaluationDoorOptions) => {
     door(app, name, { ...opts, ownsNotFound });
     readRawBodies(app, 'buffer');
     const browsers = cors(app, opts.corsOrigins);
-    if (browsers) {
-      const paths = callerActions
-        ? ['/v1/systemone', '/v1/models', '/v1/tokens', '/v1/outcomes']
-        : ['/v1/systemone', '/v1/models'];
-      for (const path of paths)
-        app.options(path, async (request, reply) => browsers.preflight(request, reply));
-    }
     if (headers) {
       app.addHook('onRequest', (request, reply, done) => {
         reply.headers(headers(request.id));
@@ -66,8 +71,10 @@ function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers, callerActio
 
     const succeed = (reply: FastifyReply, data: unknown) => sendJson(reply, body(data, reply.request.id));
 
-    app.post(
-      '/v1/systemone',
+    serve(
+      app,
+      browsers,
+      { method: 'POST', path: '/v1/systemone', operation: operations.evaluate, browsers: true },
       answerEvaluation(opts.evaluate, {
         door: name,
         call: rawEvaluationCall,
@@ -80,17 +87,35 @@ function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers, callerActio
       origin: originOf(request),
     });
 
-    app.get('/v1/models', async (request, reply) => {
-      const models = await opts.callers.listModels(credentialsOf(request));
-      return models.ok ? succeed(reply, models.value) : sendFailure(reply, models.error, name);
+    const models = {
+      method: 'GET',
+      path: '/v1/models',
+      operation: operations.models,
+      browsers: true,
+    } as const;
+    serve(app, browsers, models, async (request, reply) => {
+      const listed = await opts.callers.listModels(credentialsOf(request));
+      return listed.ok ? succeed(reply, listed.value) : sendFailure(reply, listed.error, name);
     });
 
     if (callerActions) {
-      app.post('/v1/tokens', async (request, reply) => {
+      const tokens = {
+        method: 'POST',
+        path: '/v1/tokens',
+        operation: 'createToken',
+        browsers: true,
+      } as const;
+      serve(app, browsers, tokens, async (request, reply) => {
         const minted = await opts.callers.mintToken(credentialsOf(request), () => callerBody(request));
         return minted.ok ? succeed(reply.code(201), minted.value) : sendFailure(reply, minted.error, name);
       });
-      app.post('/v1/outcomes', async (request, reply) => {
+      const outcomes = {
+        method: 'POST',
+        path: '/v1/outcomes',
+        operation: 'recordOutcomes',
+        browsers: true,
+      } as const;
+      serve(app, browsers, outcomes, async (request, reply) => {
         const recorded = await opts.callers.recordOutcomes(credentialsOf(request), () => callerBody(request));
         return recorded.ok ? succeed(reply, recorded.value) : sendFailure(reply, recorded.error, name);
       });
@@ -102,6 +127,7 @@ function rawBodyDoor({ name, ownsNotFound, evaluated, body, headers, callerActio
 export const restDoor = rawBodyDoor({
   name: 'rest',
   ownsNotFound: false,
+  operations: { evaluate: 'evaluate', models: 'listModels' },
   callerActions: true,
   evaluated: (data) => data,
   body: successBody,
@@ -114,6 +140,7 @@ export const restDoor = rawBodyDoor({
 export const nativeDoor = rawBodyDoor({
   name: 'native',
   ownsNotFound: true,
+  operations: { evaluate: 'evaluateNative', models: 'listModelsNative' },
   evaluated: nativeResult,
   body: (data) => JSON.stringify(data),
   // The official SDKs read their request id from this header (docs/http-api.md#the-other-doors).

@@ -229,6 +229,7 @@ export function buildServer(services: GatewayServices): Gateway {
     metrics,
     methodsFor: paths.methodsFor,
     readiness: () => readinessProblem(services.store, services.rateLimiter),
+    documentedRoutes: paths.documented,
   });
 
   return {

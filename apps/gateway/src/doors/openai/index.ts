@@ -1,11 +1,12 @@
 import { MODELS, OPENAI_LIMITS, type OpenAiAsWritten } from '@decision-gateway/contract';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Dialect, Evaluate } from '../../core/evaluation/index.ts';
 import { answerEvaluation, sendJson } from '../answer.ts';
 import type { CallerActions } from '../caller-actions.ts';
 import { cors, originOf } from '../cors.ts';
 import { type DoorOptions, door, sendFailure } from '../door.ts';
 import { rawEvaluationCall, readRawBodies } from '../read-body.ts';
+import { serve } from '../serve.ts';
 import { openAiAnswers, openAiUsage, parseOpenAiDecisionRequest } from './translate.ts';
 
 export interface OpenAiDoorOptions extends DoorOptions {
@@ -40,13 +41,11 @@ export async function openAiDoor(app: FastifyInstance, opts: OpenAiDoorOptions) 
   door(app, 'openai', { ...opts, ownsNotFound: true });
   readRawBodies(app, 'buffer', OPENAI_LIMITS.maxBodyBytes);
   const browsers = cors(app, opts.corsOrigins);
-  if (browsers) {
-    for (const path of ['/decisions', '/models'])
-      app.options(path, async (request, reply) => browsers.preflight(request, reply));
-  }
 
-  app.post(
-    '/decisions',
+  serve(
+    app,
+    browsers,
+    { method: 'POST', path: '/decisions', operation: 'createDecision', browsers: true },
     answerEvaluation(opts.evaluate, {
       door: 'openai',
       call: (request) => ({ ...rawEvaluationCall(request), dialect: OPENAI_DIALECT }),
@@ -61,7 +60,8 @@ export async function openAiDoor(app: FastifyInstance, opts: OpenAiDoorOptions) 
     }),
   );
 
-  app.get('/models', async (request: FastifyRequest, reply) => {
+  const models = { method: 'GET', path: '/models', operation: 'listModelsOpenAi', browsers: true } as const;
+  serve(app, browsers, models, async (request, reply) => {
     const models = await opts.callers.listModels({
       authorization: request.headers.authorization,
       origin: originOf(request),
