@@ -162,7 +162,10 @@ const statusesOf = (answers: Answer[]) => [...new Set(answers.map((a) => a.statu
 
 describe('PostgreSQL under contention, outages, stalls and kill -9', () => {
   it('40 callers on one key at almost 0 credits over two instances for 8 s: no 500, a record each, ledger exact', async () => {
-    const [a, b] = await Promise.all([gateway(), gateway()]);
+    // Contention is the subject, not the deadline: on a busy 2-core machine 40 callers over two
+    // instances can keep a store call past 1 s, a 503 the contract allows but this test is not about.
+    const slack = { STORE_TIMEOUT_MS: '10000' };
+    const [a, b] = await Promise.all([gateway(slack), gateway(slack)]);
     const { id, key } = await createKey(a.url, { credits: 1 });
     const stopAt = Date.now() + 8_000;
     const answers = await load([a.url, b.url], key, 40, () => Date.now() > stopAt);
