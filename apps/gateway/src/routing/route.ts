@@ -54,27 +54,21 @@ export interface RouteEvents {
   escalated?(route: string, outcome: 'ok' | 'error'): void;
 }
 
-export type RouteOutcome =
-  | {
-      ok: true;
-      /** Checked answers, keyed by the question IDs answered (docs/upstreams.md). */
-      answers: Record<string, Answer>;
-      /** Questions every upstream asked declined (only where the caller's door can show a refusal). */
-      refused: string[];
-      usage: Usage;
-      /** The upstreams that answered, in the order asked, joined by `+` (docs/routes.md). */
-      upstream: string;
-      /**
-       * Where more than one upstream answered: who gave each final answer, and for a question
-       * answered again (escalated, or declined first) the first upstream's answer, which the
-       * final one replaced (docs/outcomes.md). Absent: `upstream` answered all.
-       */
-      attribution?: Attribution;
-      upstreamRequestId?: string;
-      labelMass?: number;
-      usageDetails?: UsageDetails;
-    }
-  | { ok: false; failure: GatewayFailure; detail?: string };
+/** What a route answers: its checked decision, or the failure that ended it. */
+export type RouteOutcome = RouteAnswer | { ok: false; failure: GatewayFailure; detail?: string };
+
+/** A route's checked decision: the answers, what they cost in tokens, and who gave them. */
+export type RouteAnswer = UpstreamAnswers & {
+  ok: true;
+  /** The upstreams that answered, in the order asked, joined by `+` (docs/routes.md). */
+  upstream: string;
+  /**
+   * Where more than one upstream answered: who gave each final answer, and for a question
+   * answered again (escalated, or declined first) the first upstream's answer, which the
+   * final one replaced (docs/outcomes.md). Absent: `upstream` answered all.
+   */
+  attribution?: Attribution;
+};
 
 /** What the route is asked: the upstreams' call, and what the caller's door can show. */
 export interface RouteCall extends UpstreamCall {
@@ -114,9 +108,11 @@ const addUsage = (a: Usage, b: Usage): Usage => ({
   output_tokens: Math.min(MAX_TOKEN_COUNT, a.output_tokens + b.output_tokens),
 });
 
-/** One upstream's checked answers. */
+/** Checked answers (docs/upstreams.md), from one upstream or several together. */
 type UpstreamAnswers = {
+  /** Keyed by the question IDs answered. */
   answers: Record<string, Answer>;
+  /** Questions every upstream asked declined (only where the caller's door can show a refusal). */
   refused: string[];
   usage: Usage;
   upstreamRequestId?: string;

@@ -44,6 +44,13 @@ export interface UpstreamHttpOptions {
   onRetry?: () => void;
 }
 
+/**
+ * An answer's way from the wire to the caller, one shape per thing it means: what one HTTP call
+ * came to (`attempt`), what the retry policy made of the calls (`Ending`), what a kind is handed
+ * (`HttpResult`: a body, or the gateway failure it stands for), the kind's raw answers
+ * (`UpstreamOutcome`), the route's checked decision (`RouteAnswer`, carried unchanged into the
+ * evaluation beside its debit) and what a door is handed (`EvaluationOutcome`).
+ */
 export type HttpResult =
   | { ok: true; body: unknown; upstreamRequestId: string | undefined }
   | { ok: false; failure: GatewayFailure; detail: string; unwell: boolean };

@@ -49,8 +49,8 @@ export async function keep(
   requestId: string,
 ): Promise<CachedDecision> {
   const decision: CachedDecision = {
-    answers: answered.answers,
-    upstream: answered.upstream,
+    answers: answered.decision.answers,
+    upstream: answered.decision.upstream,
     storedAt: deps.clock(),
     requestId,
   };

@@ -1,6 +1,6 @@
 import { failure } from '@decision-gateway/contract';
 import { decisionRecord } from '../../outcomes/decision-record.ts';
-import type { Route, RouteCall, RouteOutcome } from '../../routing/route.ts';
+import type { Route, RouteAnswer, RouteCall, RouteOutcome } from '../../routing/route.ts';
 import { StoreUnavailableError } from '../../store/store.ts';
 import { costMicro, fromMicro } from '../credits.ts';
 import type { StageDeps } from './deps.ts';
@@ -68,7 +68,7 @@ async function ask(ctx: Routed, route: Route, deps: StageDeps): Promise<RouteOut
 /** Never more than was reserved: an upstream reporting more is charged the reservation. */
 async function settle(
   ctx: Routed,
-  outcome: Extract<RouteOutcome, { ok: true }>,
+  outcome: RouteAnswer,
   boundMicro: number,
   deps: StageDeps,
 ): Promise<Answered> {
@@ -104,14 +104,6 @@ async function settle(
   ctx.meta.upstream = outcome.upstream;
   ctx.meta.creditsUsed = creditsUsed;
   const answered = ctx as Answered;
-  answered.answered = {
-    answers: outcome.answers,
-    refused: outcome.refused,
-    usage: outcome.usage,
-    upstream: outcome.upstream,
-    creditsUsed,
-  };
-  if (outcome.usageDetails) answered.answered.usageDetails = outcome.usageDetails;
-  if (kept) answered.answered.kept = kept;
+  answered.answered = kept ? { decision: outcome, creditsUsed, kept } : { decision: outcome, creditsUsed };
   return answered;
 }

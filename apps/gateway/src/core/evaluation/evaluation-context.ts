@@ -1,13 +1,6 @@
-import type {
-  Answer,
-  AsWritten,
-  EvaluationRequest,
-  GatewayFailure,
-  Usage,
-  UsageDetails,
-} from '@decision-gateway/contract';
+import type { AsWritten, EvaluationRequest, GatewayFailure } from '@decision-gateway/contract';
 import type { DecisionCache, DecisionKey } from '../../cache/decision-cache.ts';
-import type { Route } from '../../routing/route.ts';
+import type { Route, RouteAnswer } from '../../routing/route.ts';
 import type { KeptDecision, KeyAuth, TokenAuth } from '../../store/store.ts';
 import type { EvaluationCall, EvaluationLog, ResponseMeta } from './types.ts';
 
@@ -26,14 +19,9 @@ export interface RequestCache {
   ttlSeconds: number;
 }
 
-/** What the route's upstreams answered, checked, and what it cost. */
+/** The route's decision as it answered it (or the cache's), and what it cost the payer. */
 export interface AnsweredDecision {
-  answers: Record<string, Answer>;
-  /** Declined by every upstream asked; only where the door shows refusals. */
-  refused: string[];
-  usage: Usage;
-  usageDetails?: UsageDetails;
-  upstream: string;
+  decision: Pick<RouteAnswer, 'answers' | 'refused' | 'usage' | 'usageDetails' | 'upstream'>;
   creditsUsed: number;
   /** The decision as kept for its outcomes (docs/outcomes.md), where decisions are kept. */
   kept?: KeptDecision;

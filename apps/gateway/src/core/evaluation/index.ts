@@ -101,7 +101,7 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     try {
       const outcome = await charged(ctx);
       // Only successful decisions, after their settlement, and none with a refusal in it.
-      if (outcome.ok && ctx.answered && ctx.answered.refused.length === 0)
+      if (outcome.ok && ctx.answered && ctx.answered.decision.refused.length === 0)
         decision = await keep(cache, ctx.answered, deps, ctx.call.requestId);
       return outcome;
     } finally {
@@ -124,17 +124,15 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     ctx.meta.age = Math.max(0, Math.floor((clock() - decision.storedAt) / 1000));
     const hit = ctx as Answered;
     hit.answered = {
-      answers: decision.answers,
-      refused: [],
-      usage: NO_USAGE,
-      upstream: decision.upstream,
+      decision: { answers: decision.answers, refused: [], usage: NO_USAGE, upstream: decision.upstream },
       creditsUsed: 0,
     };
     return answered(hit);
   }
 
   function answered(ctx: Answered): EvaluationOutcome {
-    const { answers, refused, usage, usageDetails, creditsUsed } = ctx.answered;
+    const { decision, creditsUsed } = ctx.answered;
+    const { answers, refused, usage, usageDetails } = decision;
     const elapsedMs = Math.round(performance.now() - ctx.call.startedAt);
     const outcome: EvaluationOutcome = {
       ok: true,
