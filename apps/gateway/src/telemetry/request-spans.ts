@@ -63,6 +63,11 @@ export function traceRequests(app: FastifyInstance, doorOf: (request: FastifyReq
 }
 
 function endRequestSpan(span: Span, request: FastifyRequest, status: number): void {
+  // Left out by the sampler: nothing to say about it.
+  if (!span.isRecording()) {
+    span.end();
+    return;
+  }
   const outcome = request.outcome;
   span.setAttribute(ATTR.httpStatus, status);
   // As the log line: one evaluation's fields on the request; a batch's on each operation's span.

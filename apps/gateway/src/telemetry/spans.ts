@@ -68,6 +68,9 @@ export function inSpan<T>(
   run: (span: Span | undefined, inside: TraceParent | undefined) => Promise<T>,
 ): Promise<T> {
   if (tracer === undefined || parent === undefined) return run(undefined, undefined);
+  // A trace the sampler left out records nothing below its root: its children are not made, and
+  // what is under them carries on the root's context (so upstream calls still say "not sampled").
+  if (!recording(parent)) return run(undefined, parent);
   const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, ...(attributes && { attributes }) }, parent);
   return run(span, trace.setSpan(parent, span)).then(
     (value) => {
@@ -80,6 +83,23 @@ export function inSpan<T>(
       throw error;
     },
   );
+}
+
+/** Whether the trace `parent` belongs to is recorded (sampled): a left-out one makes no child spans. */
+function recording(parent: TraceParent): boolean {
+  return trace.getSpan(parent)?.isRecording() ?? false;
+}
+
+/**
+ * An upstream call of a trace the sampler left out: no span, but the W3C headers of the trace
+ * (flags 00), so the upstream leaves it out too.
+ */
+function unrecordedCall(parent: TraceParent, headers: Record<string, string>): ClientSpan {
+  const carrier = { ...headers };
+  propagation.inject(parent, carrier);
+  const context = trace.getSpanContext(parent);
+  const ids = { traceId: context?.traceId ?? '', spanId: context?.spanId ?? '' };
+  return { headers: carrier, ids, answered() {}, read() {}, end() {} };
 }
 
 /** The ids of the span `parent` holds, for a log line written under it; none while not tracing. */
@@ -160,6 +180,7 @@ export function clientSpan(
   headers: Record<string, string>,
 ): ClientSpan | undefined {
   if (tracer === undefined || parent === undefined) return undefined;
+  if (!recording(parent)) return unrecordedCall(parent, headers);
   const attempt = parent.getValue(ATTEMPT) as UpstreamAttempt | undefined;
   const attributes: Attributes = {
     [ATTR.genAiOperation]: GEN_AI_OPERATION,
