@@ -112,26 +112,31 @@ async function main() {
     // The same REST gateway with every request traced (docs/tracing.md) to a collector that
     // keeps nothing, in protobuf (the default); its own file and key.
     const sink = await started('OTLP sink', 'bench/src/otlp-sink.ts');
-    const tracedKey = await createBenchKey(join(dir, 'traced.db'));
-    const traced = await started('gateway (traced)', 'apps/gateway/src/main.ts', {
-      ...gatewayEnv,
-      DATABASE_URL: `file:${join(dir, 'traced.db')}`,
-      UPSTREAM: 'systemone',
-      UPSTREAM_BASE_URL: upstream.url,
-      OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+    /** A REST gateway of its own file and key, exporting its sampled traces to the sink. */
+    const tracedGateway = async (file: string, label: string, sampler: Record<string, string>) => {
+      const key = await createBenchKey(join(dir, file));
+      const server = await started(label, 'apps/gateway/src/main.ts', {
+        ...gatewayEnv,
+        DATABASE_URL: `file:${join(dir, file)}`,
+        UPSTREAM: 'systemone',
+        UPSTREAM_BASE_URL: upstream.url,
+        OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+        ...sampler,
+      });
+      return { key, server };
+    };
+    const { key: tracedKey, server: traced } = await tracedGateway('traced.db', 'gateway (traced)', {
       OTEL_TRACES_SAMPLER: 'always_on',
     });
     // And at the sampling docs/tracing.md recommends for production: one trace in ten.
-    const sampledKey = await createBenchKey(join(dir, 'sampled.db'));
-    const sampled = await started('gateway (traced at 10%)', 'apps/gateway/src/main.ts', {
-      ...gatewayEnv,
-      DATABASE_URL: `file:${join(dir, 'sampled.db')}`,
-      UPSTREAM: 'systemone',
-      UPSTREAM_BASE_URL: upstream.url,
-      OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
-      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
-      OTEL_TRACES_SAMPLER_ARG: '0.1',
-    });
+    const { key: sampledKey, server: sampled } = await tracedGateway(
+      'sampled.db',
+      'gateway (traced at 10%)',
+      {
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.1',
+      },
+    );
     const lexical = await started('gateway (lexical)', 'apps/gateway/src/main.ts', {
       ...gatewayEnv,
       UPSTREAM: 'lexical',
