@@ -67,3 +67,8 @@ export function scoreConfidence(probabilities: readonly number[]): number {
   u /= n;
   return u === 0 ? 1 : Math.min(1, Math.max(0, 1 - spread / u));
 }
+
+/** A probability as prose shows it: two decimals. */
+export function probability(p: number): string {
+  return p.toFixed(2);
+}

@@ -28,6 +28,8 @@ export interface QuestionBehaviour<T extends QuestionType> {
    * `confidenceBelow`, `band` is `noulWithin`. Calibration's advice searches the same one.
    */
   unsureBy: 'confidence' | 'band';
+  /** One line of prose for an answer, for a reader that is not a program (the MCP door's text). */
+  summarize(answer: AnswerOf<T>): string;
   /** Whether an answer is unsure by a route's rule (escalation, review). */
   unsure(answer: AnswerOf<T>, rule: UnsureRule): boolean;
   /** What a decision record keeps of the question itself, beside its answers (a choice: its labels). */

@@ -1,5 +1,5 @@
 import type { ChoiceAnswer, ChoiceQuestion, Truth } from '@decision-gateway/contract';
-import { argmax, choiceConfidence, normalize } from '../distribution.ts';
+import { argmax, choiceConfidence, normalize, probability } from '../distribution.ts';
 import { checkConfidence, checkDistribution, fail } from '../distribution-checks.ts';
 import { bm25Scores } from '../lexical/bm25.ts';
 import { terms } from '../lexical/terms.ts';
@@ -77,6 +77,8 @@ export const choice: QuestionBehaviour<'choice'> = {
     ),
 
   unsureBy: 'confidence',
+  summarize: (answer) => `${answer.choice} (p=${probability(answer.probabilities[answer.choice] ?? 0)})`,
+
   unsure: (answer, rule) => rule.confidenceBelow !== undefined && answer.confidence < rule.confidenceBelow,
 
   keepQuestion: (question) => ({ labels: choiceLabels(question) }),

@@ -30,6 +30,11 @@ export function isUnsure(answer: Answer, rule: UnsureRule): boolean {
   return behaviourOfType(answer.type).unsure(answer, rule);
 }
 
+/** An answer in one line of prose: `billing (p=0.80)`, `1.63 on 0–2 (likeliest 2, p=0.70)`, `true (p(true)=0.62)`. */
+export function summarizeAnswer(answer: Answer): string {
+  return behaviourOfType(answer.type).summarize(answer);
+}
+
 export * from './behaviour.ts';
 export { choiceFromWeights, choiceLabels } from './choice.ts';
 export { DEFAULT_NOUL_CRITERIA, NOUL_EVIDENCE_BIAS, noulFromWeights } from './noul.ts';

@@ -1,5 +1,5 @@
 import type { NoulAnswer } from '@decision-gateway/contract';
-import { normalize } from '../distribution.ts';
+import { normalize, probability } from '../distribution.ts';
 import { fail, isProbability } from '../distribution-checks.ts';
 import { bm25Scores } from '../lexical/bm25.ts';
 import { terms } from '../lexical/terms.ts';
@@ -43,6 +43,8 @@ export const noul: QuestionBehaviour<'noul'> = {
   },
 
   fromWeights: (_question, weights) => noulFromWeights(weights[0] ?? 0, weights[1] ?? 0),
+
+  summarize: (answer) => `${answer.noul >= 0.5} (p(true)=${probability(answer.noul)})`,
 
   check: (_question, raw) =>
     isProbability(raw.noul)

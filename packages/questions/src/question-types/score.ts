@@ -1,5 +1,5 @@
 import type { ScoreAnswer, ScoreQuestion } from '@decision-gateway/contract';
-import { expectedScore, normalize, scoreConfidence } from '../distribution.ts';
+import { argmax, expectedScore, normalize, probability, scoreConfidence } from '../distribution.ts';
 import { checkConfidence, checkDistribution, fail } from '../distribution-checks.ts';
 import { bm25Scores } from '../lexical/bm25.ts';
 import { terms } from '../lexical/terms.ts';
@@ -76,6 +76,12 @@ export const score: QuestionBehaviour<'score'> = {
     ),
 
   unsureBy: 'confidence',
+  summarize: (answer) => {
+    const levels = Object.values(answer.probabilities);
+    const likeliest = argmax(levels);
+    return `${answer.score.toFixed(2)} on 0–${levels.length - 1} (likeliest ${likeliest}, p=${probability(levels[likeliest] ?? 0)})`;
+  },
+
   unsure: (answer, rule) => rule.confidenceBelow !== undefined && answer.confidence < rule.confidenceBelow,
 
   keepQuestion: () => ({}),
