@@ -5,6 +5,7 @@ export * from './dialects/openai-decisions.ts';
 export * from './envelope.ts';
 export * from './errors.ts';
 export * from './limits.ts';
+export * from './mcp.ts';
 export * from './models.ts';
 export * from './native.ts';
 export * from './openapi.ts';

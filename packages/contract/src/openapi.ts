@@ -23,6 +23,7 @@ import {
 import { ErrorEnvelope, successEnvelope } from './envelope.ts';
 import { ERROR_TABLE, ERROR_TYPES } from './errors.ts';
 import { LIMITS, MODEL_ID } from './limits.ts';
+import { McpExchangeError, McpMessage } from './mcp.ts';
 import { ModelList } from './models.ts';
 import { NativeError, NativeResult } from './native.ts';
 import { Calibration, RecordedOutcomes, RecordOutcomesBody } from './outcomes.ts';
@@ -71,6 +72,8 @@ void [
   OpenAiDecisionResponse,
   OpenAiErrorBody,
   OpenAiModelList,
+  McpMessage,
+  McpExchangeError,
 ];
 
 /** Own-key records are custom schemas for validation; document them as the records they are. */
@@ -81,6 +84,31 @@ function override(ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown>
   delete nested.$schema;
   delete nested.$defs; // every schema with an id is a component already
   Object.assign(ctx.jsonSchema, pointRefsAtComponents(nested));
+}
+
+/**
+ * One schema as a JSON Schema of its own (draft 2020-12), every named schema it reaches under its
+ * root's `$defs`: what a standalone reader needs (the MCP door's tool list). Zod puts an own-key
+ * record's named schemas under the record; they are hoisted to the root, where `#/$defs/…` points.
+ */
+export function standaloneJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const hoisted: Record<string, unknown> = {};
+  const hoist = (ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown> }) => {
+    const shape = recordShapeOf(ctx.zodSchema);
+    if (!shape) return;
+    const nested = z.toJSONSchema(shape, { io, unrepresentable: 'any', override: hoist });
+    const { $schema: _s, $defs, ...rest } = nested as Record<string, unknown>;
+    Object.assign(hoisted, $defs);
+    Object.assign(ctx.jsonSchema, rest);
+  };
+  const own = z.toJSONSchema(schema, { io, unrepresentable: 'any', override: hoist });
+  const { $defs, ...named } = own as Record<string, unknown>;
+  const defs: Record<string, unknown> = { ...hoisted, ...($defs as Record<string, unknown> | undefined) };
+  // A schema with an id of its own comes back as a reference to itself: it is the root instead.
+  const self = typeof named.$ref === 'string' ? named.$ref.replace('#/$defs/', '') : undefined;
+  const root = self === undefined ? named : (defs[self] as Record<string, unknown>);
+  if (self !== undefined) delete defs[self];
+  return Object.keys(defs).length === 0 ? root : { ...root, $defs: defs };
 }
 
 function pointRefsAtComponents(value: unknown): unknown {
@@ -136,9 +164,9 @@ const nativeRetryHeaders = {
 /** One response per HTTP status among `types`, describing each gateway code it can carry. */
 function errorResponses(
   types: readonly (keyof typeof ERROR_TABLE)[],
-  door: 'envelope' | 'native' | 'openai' = 'envelope',
+  door: 'envelope' | 'native' | 'openai' | 'mcp' = 'envelope',
 ) {
-  const native = door !== 'envelope';
+  const native = door === 'native' || door === 'openai';
   const byStatus = new Map<number, string[]>();
   for (const type of types) {
     const { code, status } = ERROR_TABLE[type];
@@ -154,7 +182,12 @@ function errorResponses(
           ...(status === 429 || status === 503 ? (native ? nativeRetryHeaders : retryAfterHeader) : {}),
         },
         content: json(
-          door === 'native' ? 'NativeError' : door === 'openai' ? 'OpenAiError' : 'ErrorEnvelope',
+          {
+            native: 'NativeError',
+            openai: 'OpenAiError',
+            mcp: 'McpExchangeError',
+            envelope: 'ErrorEnvelope',
+          }[door],
         ),
       },
     ]),
@@ -354,6 +387,42 @@ const OPERATIONS = {
     responses: {
       '200': { description: 'Success', headers: requestIdHeader, content: json('OpenAiModelList') },
       ...errorResponses(AUTH_ERRORS, 'openai'),
+    },
+  },
+  mcpMessage: {
+    operationId: 'mcpMessage',
+    tags: ['MCP'],
+    summary: 'The MCP door: Streamable HTTP, the tools `decide` and `record_outcome`',
+    description:
+      'JSON-RPC messages of the Model Context Protocol, as its SDKs send them: `initialize` opens a session ' +
+      '(its id comes back in `Mcp-Session-Id`, which every later message sends). Tool failures are tool ' +
+      'results with `isError: true`; only the exchange itself is refused here.',
+    security: [{ apiKey: [] }],
+    requestBody: { required: true, content: json('McpMessage') },
+    responses: {
+      '200': { description: 'A JSON-RPC response', headers: requestIdHeader, content: json('McpMessage') },
+      '202': { description: 'A notification or response accepted', headers: requestIdHeader },
+      ...errorResponses(
+        [
+          ...AUTH_ERRORS,
+          'unsupported_media_type',
+          'invalid_json',
+          'invalid_request',
+          'not_found',
+          'payload_too_large',
+        ],
+        'mcp',
+      ),
+    },
+  },
+  mcpEndSession: {
+    operationId: 'mcpEndSession',
+    tags: ['MCP'],
+    summary: 'Close an MCP session (the one named by `Mcp-Session-Id`)',
+    security: [{ apiKey: [] }],
+    responses: {
+      '200': { description: 'Closed', headers: requestIdHeader },
+      ...errorResponses([...AUTH_ERRORS, 'not_found'], 'mcp'),
     },
   },
   createKey: {
