@@ -7,6 +7,7 @@ import { createRedisCache } from './cache/redis-cache.ts';
 import { type Config, TIMEOUT_DEFAULTS } from './config/environment.ts';
 import { type Pricing, pricingFromCredits } from './core/credits.ts';
 import { createEvaluator } from './core/evaluation/index.ts';
+import type { SessionLimits } from './doors/mcp/sessions.ts';
 import { buildServer, type Gateway, type GatewayServices } from './http/server.ts';
 import { createKeyService } from './keys/key-service.ts';
 import { warnAtMostEvery } from './logger.ts';
@@ -58,6 +59,8 @@ export interface GatewayParts {
   consoleRoot?: string;
   /** DECISION_RETENTION_DAYS (default 30): how long decisions are kept for outcomes; 0 keeps none. */
   decisionRetentionDays?: number;
+  /** MCP_MAX_SESSIONS (default 1000) and how long an MCP session may stay idle (default 10 minutes). */
+  mcpSessions?: Partial<SessionLimits>;
 }
 
 export function createServices(parts: GatewayParts): GatewayServices {
@@ -123,6 +126,7 @@ export function createServices(parts: GatewayParts): GatewayServices {
       requestMs: parts.requestTimeoutMs ?? TIMEOUT_DEFAULTS.requestMs,
       shutdownMs: parts.shutdownTimeoutMs ?? TIMEOUT_DEFAULTS.shutdownMs,
     },
+    mcpSessions: { ...parts.mcpSessions, ...(parts.clock && { clock: parts.clock }) },
   };
 }
 
@@ -221,6 +225,7 @@ export async function openGateway(config: Config, logger: Logger): Promise<Opene
     storeTimeoutMs: config.database.timeoutMs,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     decisionRetentionDays: config.retention.decisionDays,
+    mcpSessions: { max: config.mcp.maxSessions },
     ...(rateLimiter && { rateLimiter }),
   });
   // The upgrade's fold and retention, in the background from now on (docs/usage.md).

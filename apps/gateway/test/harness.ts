@@ -9,6 +9,7 @@ import { composeGateway } from '../src/app.ts';
 import type { CacheScope, DecisionCache } from '../src/cache/decision-cache.ts';
 import { loadConfig } from '../src/config/environment.ts';
 import { pricingFromCredits } from '../src/core/credits.ts';
+import type { SessionLimits } from '../src/doors/mcp/sessions.ts';
 import type { Gateway } from '../src/http/server.ts';
 import { createKeyService, type KeyService } from '../src/keys/key-service.ts';
 import { createLogger } from '../src/logger.ts';
@@ -60,6 +61,8 @@ export interface TestGatewayOptions {
   consoleRoot?: string;
   /** DECISION_RETENTION_DAYS (default 30). */
   decisionRetentionDays?: number;
+  /** The MCP door's session bounds (docs/mcp.md#sessions). */
+  mcpSessions?: Partial<SessionLimits>;
 }
 
 /** A real gateway on 127.0.0.1 with a fresh SQLite file, as `pnpm start` builds it. */
@@ -101,6 +104,7 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
     ...(options.decisionRetentionDays !== undefined && {
       decisionRetentionDays: options.decisionRetentionDays,
     }),
+    ...(options.mcpSessions && { mcpSessions: options.mcpSessions }),
     logger,
     pricing: pricingFromCredits(options.creditsPer1kInput ?? 1, 0),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,

@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AppRouter } from '@decision-gateway/api';
 import { MODEL_ID } from '@decision-gateway/contract';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -432,6 +434,32 @@ describe('tracing over OTLP/JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)', () =>
     const notFound = await traceOf(receiver, missing.headers.get('x-request-id') as string, 1);
     expect(notFound.server.attributes).toMatchObject({ 'error.type': 'not_found', 'url.path': '/nowhere' });
     expect(notFound.server.attributes['http.route']).toBeUndefined();
+  });
+
+  it('an MCP `decide`: its exchange’s SERVER span, door mcp, with the decision’s spans below it', async () => {
+    const { url, key } = running as Running;
+    const client = new Client({ name: 'traced-agent', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: bearer(key) } }),
+    );
+    const decided = await client.callTool({
+      name: 'decide',
+      arguments: {
+        state: 'an agent’s ticket',
+        questions: { refund: { type: 'noul', instructions: 'A refund?' } },
+      },
+    });
+    await client.close();
+    const { requestId } = decided.structuredContent as { requestId: string };
+    const { server, tree } = await traceOf(receiver, requestId, 5);
+    expect(shapeOf(tree)).toEqual([
+      'SERVER POST /mcp',
+      '  INTERNAL dg.store.reserve',
+      '  INTERNAL dg.route default',
+      '    CLIENT decide steady-model',
+      '  INTERNAL dg.store.settle',
+    ]);
+    expect(server.attributes).toMatchObject({ 'dg.door': 'mcp', 'http.route': '/mcp', 'dg.code': 0 });
   });
 
   it('continues a caller’s trace, carries it to the upstream, and respects an unsampled caller', async () => {

@@ -18,6 +18,7 @@ describe('loadConfig', () => {
       redis: undefined,
       requestTimeoutMs: 30_000,
       shutdownTimeoutMs: 30_000,
+      mcp: { maxSessions: 1000 },
     });
   });
 
@@ -117,6 +118,7 @@ describe('loadConfig', () => {
       '-1',
       'CREDITS_PER_1K_INPUT_TOKENS: must be a non-negative decimal number',
     ],
+    ['MCP_MAX_SESSIONS', '0', 'MCP_MAX_SESSIONS: must be at least 1'],
     ['LOG_LEVEL', 'loud', 'LOG_LEVEL: must be fatal, error, warn, info, debug, trace or silent'],
   ])('names %s=%s', (name, value, problem) => {
     const loaded = loadConfig({ [name]: value });

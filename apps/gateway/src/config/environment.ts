@@ -125,6 +125,8 @@ export const ConfigSchema = z
     USAGE_RETENTION_DAYS: integer(90, 1, 100_000),
     /** How long each answered decision is kept for its outcomes; 0 keeps none (outcomes refused). */
     DECISION_RETENTION_DAYS: integer(30, 0, 100_000),
+    /** The MCP door's open sessions at most (docs/mcp.md); past it, the least recently used closes. */
+    MCP_MAX_SESSIONS: integer(1000, 1, 1_000_000),
     LOG_LEVEL: z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
         error: 'must be fatal, error, warn, info, debug, trace or silent',
@@ -179,6 +181,7 @@ export const ConfigSchema = z
     upstreamMaxBodyBytes: env.UPSTREAM_MAX_BODY_BYTES,
     retention: { usageDays: env.USAGE_RETENTION_DAYS, decisionDays: env.DECISION_RETENTION_DAYS },
     tracing: tracingOf(env),
+    mcp: { maxSessions: env.MCP_MAX_SESSIONS },
   }));
 
 /**

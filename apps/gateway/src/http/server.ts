@@ -10,6 +10,8 @@ import { createCallerActions } from '../doors/caller-actions.ts';
 import { consoleDoor } from '../doors/console.ts';
 import { door, doorOf, notFound, sendFailure } from '../doors/door.ts';
 import type { DoorOutcome, EvaluationReport } from '../doors/door-outcome.ts';
+import { mcpDoor } from '../doors/mcp/index.ts';
+import type { SessionLimits } from '../doors/mcp/sessions.ts';
 import { openAiDoor } from '../doors/openai/index.ts';
 import { operationsDoor } from '../doors/operations.ts';
 import { nativeDoor, restDoor } from '../doors/raw-body-door.ts';
@@ -65,6 +67,8 @@ export interface GatewayServices {
   consoleRoot: string | undefined;
   upstreamHealth(): UpstreamHealth;
   timeouts: { requestMs: number; shutdownMs: number };
+  /** The MCP door's session bounds (MCP_MAX_SESSIONS; the idle time for tests). */
+  mcpSessions: Partial<SessionLimits>;
 }
 
 export function buildServer(services: GatewayServices): Gateway {
@@ -208,6 +212,12 @@ export function buildServer(services: GatewayServices): Gateway {
   app.register(trpcDoor, { ...doorOptions, prefix: '/trpc' });
   app.register(nativeDoor, { ...doorOptions, prefix: '/native' });
   app.register(openAiDoor, { ...doorOptions, prefix: '/openai/v1' });
+  app.register(mcpDoor, {
+    ...doorOptions,
+    prefix: '/mcp',
+    authenticate: services.authenticate,
+    sessions: services.mcpSessions,
+  });
   if (services.adminToken !== undefined) {
     app.register(consoleDoor, {
       prefix: '/console',

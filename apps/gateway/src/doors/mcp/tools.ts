@@ -1,0 +1,167 @@
+import {
+  failure,
+  formatIssue,
+  type GatewayFailure,
+  LIMITS,
+  MCP_TOOLS,
+  type McpDecideOutput,
+  type McpToolName,
+  MODEL_ID,
+  standaloneJsonSchema,
+} from '@decision-gateway/contract';
+import { summarizeAnswer } from '@decision-gateway/questions';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Evaluate } from '../../core/evaluation/index.ts';
+import type { TraceParent } from '../../telemetry/spans.ts';
+import type { CallerActions } from '../caller-actions.ts';
+import { type EvaluationReport, reportOf } from '../door-outcome.ts';
+
+/**
+ * The MCP door's tools (docs/mcp.md#tools): `decide` runs the one evaluation every door runs;
+ * `record_outcome` records outcomes as `POST /v1/outcomes` does. A gateway failure is a tool
+ * result with `isError: true` that names its code, so an agent can read it and correct itself.
+ */
+
+/** The HTTP request a tool call arrived in: its credentials, clock, trace, and where it reports. */
+export interface McpHttpCall {
+  authorization: string | undefined;
+  origin: string | undefined;
+  /** performance.now() when the HTTP request arrived: a decision's elapsedMs counts from here. */
+  startedAt: number;
+  trace: TraceParent | undefined;
+  /** The first tool call of a request takes the request's own id; any further one a new id. */
+  nextRequestId(): string;
+  /** Each tool call's outcome, for the request's log line, metrics and trace. */
+  reported(tool: McpToolName, code: number, evaluation?: EvaluationReport): void;
+}
+
+/** The tool list, derived once from the contract's schemas. */
+const TOOL_LIST: Tool[] = Object.entries(MCP_TOOLS).map(([name, tool]) => ({
+  name,
+  description: tool.description,
+  inputSchema: standaloneJsonSchema(tool.input, 'input') as Tool['inputSchema'],
+  outputSchema: standaloneJsonSchema(tool.output, 'output') as NonNullable<Tool['outputSchema']>,
+}));
+
+const SERVER_INFO = { name: 'decision-gateway', version: '1.0.0' } as const;
+const INSTRUCTIONS =
+  'Typed decisions with probabilities: call `decide` with a shared `state` and up to 8 questions; ' +
+  'later, `record_outcome` with its `requestId` says what turned out true.';
+
+export interface ToolDeps {
+  evaluate: Evaluate;
+  callers: CallerActions;
+}
+
+/** A new MCP server (one per session), answering the tool list and tool calls. */
+export function createMcpServer(deps: ToolDeps): Server {
+  const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOL_LIST }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const http = extra.authInfo?.extra?.call as McpHttpCall | undefined;
+    if (http === undefined) throw new Error('an MCP tool call outside an HTTP request');
+    const { name, arguments: args } = request.params;
+    if (name === 'decide') return decide(deps.evaluate, args, http);
+    if (name === 'record_outcome') return recordOutcome(deps.callers, args, http);
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `no tool named ${JSON.stringify(name)}: use decide or record_outcome`,
+    );
+  });
+  return server;
+}
+
+async function decide(evaluate: Evaluate, args: unknown, http: McpHttpCall): Promise<CallToolResult> {
+  const requestId = http.nextRequestId();
+  const refuse = (f: GatewayFailure) => {
+    http.reported('decide', f.code);
+    return toolError(f, requestId);
+  };
+  const { route, ...rest } = (args ?? {}) as Record<string, unknown>;
+  if (route !== undefined && (typeof route !== 'string' || route.length === 0))
+    return refuse(
+      failure('invalid_request', 'route: must be the name of a route', {
+        issues: [{ path: ['route'], message: 'must be the name of a route' }],
+      }),
+    );
+  // The request every door evaluates; the model is the gateway's (a wrong one is still named).
+  const body = { model: MODEL_ID, ...rest };
+  const bytes = Buffer.byteLength(JSON.stringify(body));
+  if (bytes > LIMITS.maxBodyBytes)
+    return refuse(failure('payload_too_large', `the decision is larger than ${LIMITS.maxBodyBytes} bytes`));
+  const outcome = await evaluate({
+    requestId,
+    startedAt: http.startedAt,
+    authorization: http.authorization,
+    route,
+    origin: http.origin,
+    body: {
+      kind: 'lazy',
+      contentType: 'application/json',
+      bytes,
+      read: async () => ({ ok: true, value: body }),
+    },
+    trace: http.trace,
+  });
+  const report = reportOf(requestId, outcome);
+  http.reported('decide', report.code, report);
+  if (!outcome.ok) return toolError(outcome.failure, requestId);
+  const { result, creditsUsed } = outcome.data;
+  const decided: McpDecideOutput = {
+    answers: result.answers,
+    usage: result.usage,
+    elapsedMs: result.elapsedMs,
+    creditsUsed: creditsUsed ?? 0,
+    requestId,
+  };
+  return { content: [{ type: 'text', text: decisionText(decided) }], structuredContent: decided };
+}
+
+async function recordOutcome(
+  callers: CallerActions,
+  args: unknown,
+  http: McpHttpCall,
+): Promise<CallToolResult> {
+  const recorded = await callers.recordOutcomes(
+    { authorization: http.authorization, origin: http.origin },
+    () => ({ ok: true, value: args ?? {} }),
+  );
+  http.reported('record_outcome', recorded.ok ? 0 : recorded.error.code);
+  if (!recorded.ok) return toolError(recorded.error, http.nextRequestId());
+  const { recorded: count, replaced } = recorded.value;
+  return {
+    content: [
+      { type: 'text', text: `recorded ${count} outcome${count === 1 ? '' : 's'} (${replaced} replaced)` },
+    ],
+    structuredContent: recorded.value,
+  };
+}
+
+/** One line per question (its ID, answer and probability), then what it cost. */
+function decisionText(decided: McpDecideOutput): string {
+  const lines = Object.entries(decided.answers).map(([id, answer]) => `${id}: ${summarizeAnswer(answer)}`);
+  const { input_tokens, output_tokens } = decided.usage;
+  lines.push(
+    `(${input_tokens + output_tokens} tokens, ${decided.creditsUsed} credits, ${decided.elapsedMs} ms; requestId ${decided.requestId})`,
+  );
+  return lines.join('\n');
+}
+
+/** A gateway failure as an agent reads it: its code, type and message, and each issue's path. */
+function toolError(f: GatewayFailure, requestId: string): CallToolResult {
+  const lines = [`${f.code} ${f.type}: ${f.message}`];
+  // Every issue, not only the first the message names, so one retry can fix them all.
+  if (f.issues !== undefined && f.issues.length > 1)
+    for (const issue of f.issues) lines.push(`- ${formatIssue(issue)}`);
+  if (f.retryAfterMs !== undefined) lines.push(`retry after ${Math.ceil(f.retryAfterMs / 1000)} s`);
+  lines.push(`requestId ${requestId}`);
+  return { content: [{ type: 'text', text: lines.join('\n') }], isError: true };
+}
