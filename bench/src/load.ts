@@ -12,6 +12,8 @@ export interface Target {
   replicas?: { server: Running; url: string }[];
   /** The load spread over these API keys, one after another (in place of one key in `headers`). */
   keys?: string[];
+  /** A body made anew for each request, where each must differ (an MCP tool call's JSON-RPC id). */
+  eachBody?: () => string;
 }
 
 export interface LoadResult {
@@ -26,7 +28,7 @@ export interface LoadResult {
 
 /** autocannon against one target, for a duration or a number of requests. */
 function fire(target: Target, connections: number, limit: { duration: number } | { amount: number }) {
-  const keys = target.keys;
+  const { keys, eachBody } = target;
   let next = 0;
   return autocannon({
     url: target.url,
@@ -34,12 +36,15 @@ function fire(target: Target, connections: number, limit: { duration: number } |
     headers: { 'content-type': 'application/json', ...target.headers },
     body: target.body,
     connections,
-    ...(keys && {
+    ...((keys || eachBody) && {
       requests: [
         {
           setupRequest: (request: autocannon.Request) => ({
             ...request,
-            headers: { ...request.headers, authorization: `Bearer ${keys[next++ % keys.length]}` },
+            ...(keys && {
+              headers: { ...request.headers, authorization: `Bearer ${keys[next++ % keys.length]}` },
+            }),
+            ...(eachBody && { body: eachBody() }),
           }),
         },
       ],

@@ -57,7 +57,7 @@ async function sequentialLatency(
         path: url.pathname,
         method: 'POST',
         headers: keyed(i),
-        body: target.body,
+        body: target.eachBody?.() ?? target.body,
       });
       await response.body.text();
       if (response.statusCode !== 200) errors++;
@@ -70,6 +70,48 @@ async function sequentialLatency(
   const at = (q: number) =>
     Number((times[Math.min(times.length - 1, Math.floor(q * times.length))] as number).toFixed(2));
   return { p50: at(0.5), p99: at(0.99), errors };
+}
+
+/**
+ * An MCP session on a gateway, opened as an MCP client opens it (initialize, then initialized):
+ * the headers every call of the session sends.
+ */
+async function openMcpSession(url: string, auth: Record<string, string>) {
+  const base = {
+    ...auth,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2025-06-18',
+  };
+  const initialize = {
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+  };
+  const opened = await fetch(`${url}/mcp`, {
+    method: 'POST',
+    headers: base,
+    body: JSON.stringify(initialize),
+  });
+  const sessionId = opened.headers.get('mcp-session-id');
+  await opened.text();
+  if (!opened.ok || sessionId === null) throw new Error(`the MCP session did not open: ${opened.status}`);
+  const headers = { ...base, 'mcp-session-id': sessionId };
+  const initialized = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  const told = await fetch(`${url}/mcp`, { method: 'POST', headers, body: initialized });
+  await told.text();
+  return { headers };
+}
+
+/** A tool call that fails is still HTTP 200: the bench checks one answers before measuring. */
+async function checkMcpDecide(url: string, headers: Record<string, string>, body: string) {
+  const response = await fetch(`${url}/mcp`, { method: 'POST', headers, body });
+  const reply = (await response.json()) as {
+    result?: { isError?: boolean; structuredContent?: { answers: object } };
+  };
+  if (reply.result?.isError || Object.keys(reply.result?.structuredContent?.answers ?? {}).length !== 3)
+    throw new Error(`the MCP check call failed: ${JSON.stringify(reply).slice(0, 300)}`);
 }
 
 async function main() {
@@ -181,6 +223,21 @@ async function main() {
     if (!trpcCall || Object.keys(check.result.answers).length !== 3)
       throw new Error('the tRPC check call failed');
 
+    // The MCP door: one session, opened as an MCP client opens it; each call its own JSON-RPC id.
+    const mcp = await openMcpSession(gateway.url, auth);
+    let mcpCallId = 0;
+    const mcpCall = () =>
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: ++mcpCallId,
+        method: 'tools/call',
+        params: {
+          name: 'decide',
+          arguments: { state: BENCH_REQUEST.state, questions: BENCH_REQUEST.questions },
+        },
+      });
+    await checkMcpDecide(gateway.url, mcp.headers, mcpCall());
+
     const all: Target[] = [
       { name: 'baseline relay', server: relay, url: `${relay.url}/v1/systemone`, headers: {}, body },
       {
@@ -212,6 +269,14 @@ async function main() {
         url: `${gateway.url}/openai/v1/decisions`,
         headers: auth,
         body: JSON.stringify(BENCH_OPENAI_REQUEST),
+      },
+      {
+        name: 'gateway MCP decide',
+        server: gateway,
+        url: `${gateway.url}/mcp`,
+        headers: mcp.headers,
+        body: mcpCall(),
+        eachBody: mcpCall,
       },
       { name: 'gateway lexical', server: lexical, url: `${lexical.url}/v1/systemone`, headers: auth, body },
       {
@@ -395,6 +460,9 @@ function buildReport(
     storeRelayVsBaselineAt64: ratio('relay + store', 64).throughputRatio,
     restVsStoreRelayAt64: ratio('gateway REST', 64).rps / ratio('relay + store', 64).rps,
     twoInstancesVsOneAt64: ratio('gateway PG+Redis ×2', 64).rps / ratio('gateway PG+Redis', 64).rps,
+    mcpVsRestAt64: ratio('gateway MCP decide', 64).rps / ratio('gateway REST', 64).rps,
+    mcpCpuUsAt64: ratio('gateway MCP decide', 64).cpuUsPerRequest,
+    restCpuUsAt64: ratio('gateway REST', 64).cpuUsPerRequest,
   };
   return {
     date: new Date().toISOString(),
@@ -447,6 +515,8 @@ function renderTable(report: Report): string {
     `| PostgreSQL + Redis added p50 over SQLite, c=1 | ${report.targets.postgresAddedP50At1Ms.value.toFixed(2)} ms | ${report.targets.postgresAddedP50At1Ms.bar} | ${yes(report.targets.postgresAddedP50At1Ms.met)} |`,
     '',
     `The relay doing only the storage work every request requires per request (key lookup, reservation, settlement with a usage record, through the gateway's Store) reaches ${report.floors.storeRelayVsBaselineAt64.toFixed(2)}× the bare relay at c=64; the gateway REST path reaches ${report.floors.restVsStoreRelayAt64.toFixed(2)}× of that.`,
+    '',
+    `"gateway MCP decide" is the same decision as a \`decide\` tool call in one MCP session of the REST gateway: ${report.floors.mcpVsRestAt64.toFixed(2)}× REST's throughput at c=64, ${report.floors.mcpCpuUsAt64.toFixed(0)} CPU µs per request against REST's ${report.floors.restCpuUsAt64.toFixed(0)} (JSON-RPC, the SDK's transport and a web Request per call).`,
     '',
     `"gateway PG+Redis" is the REST gateway (systemone upstream, as "gateway REST") on PostgreSQL with Redis rate limits. "${SPREAD_KEYS} keys" rows spread the same load over ${SPREAD_KEYS} keys, one after another. "×2" splits the same load over two such instances on one database and one Redis: ${report.floors.twoInstancesVsOneAt64.toFixed(2)}× one instance (CPU µs/req sums both processes; on this 2-core machine the instances, PostgreSQL, Redis, the relay and the load generator share the cores).`,
   ];
