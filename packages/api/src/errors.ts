@@ -15,6 +15,7 @@ const TRPC_CODE_BY_TYPE: Record<ErrorType, TRPC_ERROR_CODE_KEY> = {
   missing_api_key: 'UNAUTHORIZED',
   invalid_api_key: 'UNAUTHORIZED',
   insufficient_credits: 'PAYMENT_REQUIRED',
+  budget_exceeded: 'PAYMENT_REQUIRED',
   forbidden: 'FORBIDDEN',
   not_found: 'NOT_FOUND',
   method_not_allowed: 'METHOD_NOT_SUPPORTED',

@@ -1,15 +1,9 @@
 import { z } from 'zod';
+import { BudgetList, BudgetState } from './budgets.ts';
+import { credits } from './credits.ts';
 import { failure, summarizeIssues } from './errors.ts';
 import type { Parsed } from './parse-request.ts';
 import { parseWorded, toIssues } from './zod-issues.ts';
-
-/** Credits are kept as integer micro-credits, so amounts carry at most 6 decimals. */
-const credits = z
-  .number()
-  .refine((n) => Number.isFinite(n) && Math.abs(n * 1e6 - Math.round(n * 1e6)) < 1e-6, {
-    error: 'must have at most 6 decimal places',
-  })
-  .refine((n) => Math.abs(n) <= 1e9, { error: 'must be at most 1000000000 in size' });
 
 export const CreateKeyBody = z
   .strictObject({
@@ -29,6 +23,8 @@ export const CreateKeyBody = z
       .nullable()
       .optional()
       .meta({ description: 'The route its requests take without an x-dg-route header; null = default.' }),
+    projectId: z.string().min(1).nullable().optional().meta({ description: 'The project it belongs to.' }),
+    budgets: BudgetList.optional(),
   })
   .meta({ id: 'CreateKeyBody' });
 export type CreateKeyBody = z.infer<typeof CreateKeyBody>;
@@ -50,6 +46,8 @@ export const KeyObject = z
     expiresAt: z.string().nullable(),
     revokedAt: z.string().nullable(),
     lastUsedAt: z.string().nullable(),
+    projectId: z.string().nullable().meta({ description: 'The project it belongs to; null = none.' }),
+    budgets: z.array(BudgetState),
   })
   .meta({ id: 'KeyObject' });
 export type KeyObject = z.infer<typeof KeyObject>;
@@ -271,6 +269,9 @@ export const UsageSummary = z
     byKey: z
       .array(z.strictObject({ keyId: z.string(), name: z.string(), prefix: z.string(), ...usageFigures }))
       .meta({ description: 'The 20 keys that spent most credits, most first.' }),
+    byProject: z.array(z.strictObject({ projectId: z.string(), name: z.string(), ...usageFigures })).meta({
+      description: 'Each project’s keys summed, most spent first (keys without a project left out).',
+    }),
   })
   .meta({ id: 'UsageSummary' });
 export type UsageSummary = z.infer<typeof UsageSummary>;

@@ -11,6 +11,7 @@ export const ERROR_TABLE = {
   missing_api_key: { code: 40100, status: 401 },
   invalid_api_key: { code: 40101, status: 401 },
   insufficient_credits: { code: 40200, status: 402 },
+  budget_exceeded: { code: 40202, status: 402 },
   forbidden: { code: 40300, status: 403 },
   not_found: { code: 40400, status: 404 },
   method_not_allowed: { code: 40500, status: 405 },

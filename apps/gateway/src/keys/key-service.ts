@@ -7,9 +7,11 @@ import {
   type GatewayFailure,
   type KeyList,
   type KeyObject,
+  type PatchKeyBody,
   type UsageReport,
 } from '@decision-gateway/contract';
 import { generateApiKey } from '../auth/api-keys.ts';
+import { type BudgetService, createBudgetService, unknownProjectField } from '../budgets/budget-service.ts';
 import { fromMicro, toMicro } from '../core/credits.ts';
 import { unknownRouteField } from '../routing/route-field.ts';
 import type { KeyCursor, KeyRecord, Store } from '../store/store.ts';
@@ -19,7 +21,7 @@ export type KeyResult<T> = { ok: true; value: T } | { ok: false; error: GatewayF
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** The key object of docs/operating.md#admin-api: what the admin API and the CLI show. Never the hash. */
-export function keyObject(key: KeyRecord): KeyObject {
+export function keyObject(key: KeyRecord, budgets: KeyObject['budgets']): KeyObject {
   return {
     id: key.id,
     name: key.name,
@@ -31,6 +33,8 @@ export function keyObject(key: KeyRecord): KeyObject {
     expiresAt: iso(key.expiresAt),
     revokedAt: iso(key.revokedAt),
     lastUsedAt: iso(key.lastUsedAt),
+    projectId: key.projectId,
+    budgets,
   };
 }
 
@@ -61,7 +65,10 @@ export function createKeyService(
   clock: () => number = Date.now,
   /** The routes of the configuration: a key's route must be one of them (docs/operating.md#admin-api). */
   routeNames: readonly string[] = ['default'],
+  /** Budgets and projects (docs/budgets.md); by default holds older than 10 minutes count nowhere in reads. */
+  budgets: BudgetService = createBudgetService(store, clock, 10 * 60_000),
 ) {
+  const shown = async (key: KeyRecord) => keyObject(key, await budgets.statesOf({ kind: 'key', id: key.id }));
   return {
     async create(body: CreateKeyBody): Promise<KeyResult<CreatedKey>> {
       const now = clock();
@@ -76,8 +83,11 @@ export function createKeyService(
           error: failure('invalid_request', 'expiresAt: must be in the future', { issues }),
         };
       }
+      const projectId = body.projectId ?? null;
+      if (projectId !== null && !(await store.getProject(projectId)))
+        return { ok: false, error: unknownProjectField(projectId) };
       const { key, hash, prefix } = generateApiKey();
-      const record = await store.createKey({
+      let record = await store.createKey({
         id: `key_${randomBytes(9).toString('base64url')}`,
         name: body.name,
         prefix,
@@ -88,7 +98,30 @@ export function createKeyService(
         createdAt: now,
         expiresAt,
       });
-      return { ok: true, value: { ...keyObject(record), key } };
+      if (projectId !== null) {
+        const moved = await store.setKeyProject(record.id, projectId);
+        if (!moved.ok) return { ok: false, error: unknownProjectField(projectId) };
+        record = moved.key;
+      }
+      if (body.budgets) await budgets.setBudgets({ kind: 'key', id: record.id }, body.budgets);
+      return { ok: true, value: { ...(await shown(record)), key } };
+    },
+
+    /** `PATCH /admin/keys/{id}`: its project (null: none) and its budgets (the whole list). */
+    async patch(id: string, body: PatchKeyBody): Promise<KeyResult<KeyObject>> {
+      let key = await store.getKey(id);
+      if (!key) return { ok: false, error: notFound(id) };
+      if (body.projectId !== undefined) {
+        const moved = await store.setKeyProject(id, body.projectId);
+        if (!moved.ok)
+          return {
+            ok: false,
+            error: moved.code === 'not_found' ? notFound(id) : unknownProjectField(body.projectId as string),
+          };
+        key = moved.key;
+      }
+      if (body.budgets !== undefined) await budgets.setBudgets({ kind: 'key', id }, body.budgets);
+      return { ok: true, value: await shown(key) };
     },
 
     /** One page of keys, newest first; `cursor` is the `nextCursor` of the page before. */
@@ -106,18 +139,21 @@ export function createKeyService(
       const page = await store.listKeys(limit, after);
       return {
         ok: true,
-        value: { keys: page.keys.map(keyObject), nextCursor: page.next && encodeCursor(page.next) },
+        value: {
+          keys: await Promise.all(page.keys.map(shown)),
+          nextCursor: page.next && encodeCursor(page.next),
+        },
       };
     },
 
     async get(id: string): Promise<KeyResult<KeyObject>> {
       const key = await store.getKey(id);
-      return key ? { ok: true, value: keyObject(key) } : { ok: false, error: notFound(id) };
+      return key ? { ok: true, value: await shown(key) } : { ok: false, error: notFound(id) };
     },
 
     async adjustCredits(id: string, body: AdjustCreditsBody): Promise<KeyResult<KeyObject>> {
       const result = await store.adjustCredits(id, toMicro(body.amount), clock());
-      if (result.ok) return { ok: true, value: keyObject(result.key) };
+      if (result.ok) return { ok: true, value: await shown(result.key) };
       if (result.code === 'not_found') return { ok: false, error: notFound(id) };
       const message = {
         unlimited: 'the key has unlimited credits; its balance cannot be adjusted',
@@ -132,7 +168,7 @@ export function createKeyService(
 
     async revoke(id: string): Promise<KeyResult<KeyObject>> {
       const key = await store.revokeKey(id, clock());
-      return key ? { ok: true, value: keyObject(key) } : { ok: false, error: notFound(id) };
+      return key ? { ok: true, value: await shown(key) } : { ok: false, error: notFound(id) };
     },
 
     async usage(id: string, limit: number): Promise<KeyResult<UsageReport>> {

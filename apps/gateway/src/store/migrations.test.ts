@@ -22,6 +22,7 @@ describe('released migrations', () => {
       [4, 'bcd065e958d1af4d'],
       [5, '2c7371911265880e'],
       [6, 'dabc4627623777b6'],
+      [7, 'c10be13dceafd623'],
     ]);
   });
 
@@ -34,6 +35,7 @@ describe('released migrations', () => {
       [5, '4df02ea6d2e2eb74'],
       [6, 'a3aae2a0807adedb'],
       [7, 'b6c279ac63b3126a'],
+      [8, '6ecdb3de573e9651'],
     ]);
   });
 });

@@ -352,8 +352,8 @@ export function spansWhere(
 }
 
 /**
- * A summary's four reads over the same rollup rows (totals, by route, by upstream, the 20 keys that
- * spent most), for either dialect: `placeholder(i)` writes its i-th parameter.
+ * A summary's reads over the same rollup rows (totals, by route, by upstream, the 20 keys that
+ * spent most, by project), for either dialect: `placeholder(i)` writes its i-th parameter.
  */
 export function summaryReads(
   dialect: Dialect,
@@ -382,6 +382,16 @@ export function summaryReads(
             JOIN api_keys k ON k.id = g.key_id ORDER BY g.credits_micro DESC, g.key_id`,
       params,
     },
+    // docs/budgets.md: each project's keys summed; keys without a project are left out.
+    {
+      sql: `SELECT g.*, p.name FROM (
+              SELECT project_id, ${sums} FROM (
+                SELECT u.*, k.project_id FROM usage_rollups u JOIN api_keys k ON k.id = u.key_id
+                WHERE k.project_id IS NOT NULL AND ${where.sql}) x
+              GROUP BY project_id) g
+            JOIN projects p ON p.id = g.project_id ORDER BY g.credits_micro DESC, g.project_id`,
+      params,
+    },
   ];
 }
 
@@ -391,7 +401,7 @@ const dimension = (value: unknown) =>
 
 /** The rows of `summaryReads`, in its order, as the Store answers them. */
 export function toSummary(results: readonly (readonly SummedRow[])[]): SummaryRows {
-  const [totals = [], byRoute = [], byUpstream = [], byKey = []] = results;
+  const [totals = [], byRoute = [], byUpstream = [], byKey = [], byProject = []] = results;
   return {
     totals: toSums(totals[0] ?? {}),
     byRoute: byRoute.map((row) => ({ route: dimension(row.route), ...toSums(row) })),
@@ -400,6 +410,11 @@ export function toSummary(results: readonly (readonly SummedRow[])[]): SummaryRo
       keyId: String(row.key_id),
       name: String(row.name),
       prefix: String(row.prefix),
+      ...toSums(row),
+    })),
+    byProject: byProject.map((row) => ({
+      projectId: String(row.project_id),
+      name: String(row.name),
       ...toSums(row),
     })),
   };

@@ -15,6 +15,7 @@ export interface KeyRow {
   expires_at: number | null;
   revoked_at: number | null;
   last_used_at: number | null;
+  project_id: string | null;
 }
 
 export interface UsageRow {
@@ -36,7 +37,7 @@ export interface UsageRow {
 }
 
 export const KEY_COLUMNS =
-  'id, name, prefix, credits_micro, rate_limit_per_minute, route, created_at, expires_at, revoked_at, last_used_at';
+  'id, name, prefix, credits_micro, rate_limit_per_minute, route, created_at, expires_at, revoked_at, last_used_at, project_id';
 
 export function toKey(row: KeyRow): KeyRecord {
   return {
@@ -50,6 +51,7 @@ export function toKey(row: KeyRow): KeyRecord {
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
     lastUsedAt: row.last_used_at,
+    projectId: row.project_id,
   };
 }
 

@@ -35,7 +35,7 @@ export interface LegacyWriter {
 const MICRO = 1_000_000;
 let keys = 0;
 
-function newKey(overrides: Partial<NewKey> = {}): NewKey {
+export function newKey(overrides: Partial<NewKey> = {}): NewKey {
   keys++;
   return {
     id: `key_${keys}_${Math.random().toString(36).slice(2, 8)}`,

@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { createTestDatabase } from '../../test/services.ts';
+import { budgetContract } from './budgets.contract-tests.ts';
 import { connectPostgres } from './postgres/client.ts';
 import { migratePostgres, openPostgresStore, postgresStore } from './postgres/postgres-store.ts';
 import { migrate, openSqliteStore } from './sqlite/sqlite-store.ts';
-import { type LegacyWriter, storeContract } from './store.contract-tests.ts';
+import { type LegacyWriter, type StoreFixture, storeContract } from './store.contract-tests.ts';
 import type { UsageEntry } from './store.ts';
 
 /** A usage record as the release before the rollups wrote it: these columns, then `cached`. */
@@ -26,7 +27,7 @@ const legacyUsageRow = (e: UsageEntry) => [
   e.upstream,
 ];
 
-storeContract('SQLite', async () => {
+const openSqlite = async (): Promise<StoreFixture> => {
   const dir = mkdtempSync(join(tmpdir(), 'dg-contract-'));
   const path = join(dir, 'gateway.db');
   const store = openSqliteStore(path);
@@ -92,9 +93,9 @@ storeContract('SQLite', async () => {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-});
+};
 
-storeContract('PostgreSQL', async () => {
+const openPostgres = async (): Promise<StoreFixture> => {
   const database = await createTestDatabase();
   const store = await openPostgresStore(database.url, { poolSize: 3 });
   const dropLater: { drop(): Promise<void> }[] = [];
@@ -141,4 +142,9 @@ storeContract('PostgreSQL', async () => {
       for (const other of dropLater) await other.drop();
     },
   };
-});
+};
+
+storeContract('SQLite', openSqlite);
+budgetContract('SQLite', openSqlite);
+storeContract('PostgreSQL', openPostgres);
+budgetContract('PostgreSQL', openPostgres);

@@ -1,3 +1,4 @@
+import type { BudgetMode, BudgetWindow } from '@decision-gateway/contract';
 import type { RollupSpan, RollupSums } from './rollups.ts';
 
 /**
@@ -20,6 +21,8 @@ export interface KeyRecord {
   expiresAt: number | null;
   revokedAt: number | null;
   lastUsedAt: number | null;
+  /** The project it belongs to (docs/budgets.md); null = none. */
+  projectId: string | null;
 }
 
 /** What authenticating a request reads of a key (docs/http-api.md#keys): no balance, which changes every request. */
@@ -115,7 +118,53 @@ export type KeyRefusal = 'revoked' | 'expired' | 'token_expired' | 'unknown';
 export type ReserveResult =
   | { ok: true; reservationId: string | null }
   | { ok: false; code: 'insufficient_credits'; availableMicro: number }
+  | { ok: false; code: 'budget_exceeded'; exceeded: BudgetExceeded[] }
   | { ok: false; code: 'key_refused'; reason: KeyRefusal };
+
+/** Who holds a budget (docs/budgets.md): a key, or a project of keys. */
+export type BudgetHolder = { kind: 'key' | 'project'; id: string };
+
+/** A limit per window, as an operator sets it. */
+export interface Budget {
+  window: BudgetWindow;
+  limitMicro: number;
+  mode: BudgetMode;
+}
+
+/** A budget as it stands: what its holder spent in the current window, with its holds in flight. */
+export interface BudgetReading extends Budget {
+  spentMicro: number;
+}
+
+/** A hard budget a reservation would take past its limit. */
+export interface BudgetExceeded {
+  holder: BudgetHolder;
+  window: BudgetWindow;
+}
+
+/**
+ * What a settle tells about budgets (logs and metrics): a soft budget's spend crossing 80% or 100%
+ * of its limit (once per window: spend only grows within one), and a debit cut to what a hard
+ * budget could still take.
+ */
+export type BudgetEvent =
+  | { kind: 'crossing'; holder: BudgetHolder; window: BudgetWindow; threshold: 0.8 | 1 }
+  | { kind: 'capped'; holder: BudgetHolder; window: BudgetWindow; excessMicro: number };
+
+export interface ProjectRecord {
+  id: string;
+  name: string;
+  createdAt: number;
+  keyCount: number;
+}
+
+export type ProjectChange =
+  | { ok: true; project: ProjectRecord }
+  | { ok: false; code: 'not_found' | 'has_keys' };
+
+export type KeyProjectChange =
+  | { ok: true; key: KeyRecord }
+  | { ok: false; code: 'not_found' | 'unknown_project' };
 
 /** Where a page of keys (newest first) starts: after this key. */
 export interface KeyCursor {
@@ -162,10 +211,30 @@ export interface Store {
   adjustCredits(id: string, deltaMicro: number, at: number): Promise<AdjustResult>;
   revokeKey(id: string, at: number): Promise<KeyRecord | undefined>;
 
+  /** Projects (docs/budgets.md): groups of keys that share budgets. Newest first. */
+  createProject(project: { id: string; name: string; createdAt: number }): Promise<ProjectRecord>;
+  listProjects(): Promise<ProjectRecord[]>;
+  getProject(id: string): Promise<ProjectRecord | undefined>;
+  renameProject(id: string, name: string): Promise<ProjectRecord | undefined>;
+  /** Only a project without keys may go. */
+  deleteProject(id: string): Promise<ProjectChange>;
+  /** Moves a key into a project, or (null) out of any. */
+  setKeyProject(keyId: string, projectId: string | null): Promise<KeyProjectChange>;
+  /**
+   * Replaces a holder's budgets. Each starts with what the holder spent so far in its current
+   * window (its settled debits then), so a budget set mid-window counts the window whole.
+   */
+  setBudgets(holder: BudgetHolder, budgets: readonly Budget[], at: number): Promise<void>;
+  /** A holder's budgets as they stand at `at`: spend in the current window plus live holds (those from `staleBefore` on). */
+  budgets(holder: BudgetHolder, at: number, staleBefore: number): Promise<BudgetReading[]>;
+  /** Told of each budget event a settle caused, once it is written (set by the composition root). */
+  onBudgetEvent?: ((event: BudgetEvent) => void) | undefined;
+
   /**
    * Hold `amountMicro` against the key for the request `requestId`, if the key is still neither
-   * revoked nor expired at `at` (nor the token expired), and the balance minus the key's
-   * in-flight reservations covers it. Idempotent per request: asked again, it returns the same hold. Reservations created before `staleBefore` (left by a crashed
+   * revoked nor expired at `at` (nor the token expired), the balance minus the key's
+   * in-flight reservations covers it, and every hard budget of the key and of its project can take
+   * it beside its holder's spend in the window and live holds (docs/budgets.md). Idempotent per request: asked again, it returns the same hold. Reservations created before `staleBefore` (left by a crashed
    * process) no longer count. Unlimited keys need none (`reservationId` null). With a token, the
    * token's own cap must cover it too: its cap minus what it spent and what it holds (docs/browsers.md).
    */
@@ -180,7 +249,8 @@ export interface Store {
   /**
    * Debit the actual cost, capped at what the key can still cover beside its other live
    * reservations (those created before `staleBefore` count nowhere, docs/http-api.md#credits) and, for a token with
-   * a cap, at what the token can still spend beside its other reservations, release the
+   * a cap, at what the token can still spend beside its other reservations, and at what each hard
+   * budget can still take (its spend counters move with the debit), release the
    * reservation and write the usage entry, in one step. The debit never exceeds the reservation
    * (docs/http-api.md#credits). Returns the micro-credits debited. `entry.requestId` names the request the
    * reservation was made for; settling it again returns the first debit and writes nothing.
@@ -274,6 +344,7 @@ export interface SummaryRows {
   byRoute: (RollupSums & { route: string | null })[];
   byUpstream: (RollupSums & { upstream: string | null })[];
   byKey: (RollupSums & { keyId: string; name: string; prefix: string })[];
+  byProject: (RollupSums & { projectId: string; name: string })[];
 }
 
 /** One row per outcome, ordered by request, as both stores read them → one entry per decision. */

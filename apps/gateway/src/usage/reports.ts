@@ -195,6 +195,11 @@ export function createUsageReports(store: Store, clock: () => number = Date.now)
             prefix,
             ...figuresOf(sums),
           })),
+          byProject: rows.byProject.map(({ projectId, name, ...sums }) => ({
+            projectId,
+            name,
+            ...figuresOf(sums),
+          })),
         },
       };
     },

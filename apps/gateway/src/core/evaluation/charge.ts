@@ -1,4 +1,5 @@
 import { failure } from '@decision-gateway/contract';
+import { budgetRefusal } from '../../budgets/refusal.ts';
 import { decisionRecord } from '../../outcomes/decision-record.ts';
 import type { Route, RouteAnswer, RouteCall, RouteOutcome } from '../../routing/route.ts';
 import { StoreUnavailableError } from '../../store/store.ts';
@@ -19,6 +20,10 @@ export async function charge(ctx: Routed, deps: StageDeps): Promise<Stage<Answer
   if (!reservation.ok && reservation.code === 'key_refused')
     return refusedAtReservation(ctx, reservation.reason, deps);
   payer.unconfirmed = false;
+  if (!reservation.ok && reservation.code === 'budget_exceeded') {
+    for (const { holder, window } of reservation.exceeded) deps.onBudgetRefused?.(holder.kind, window);
+    return budgetRefusal(reservation.exceeded, deps.clock());
+  }
   if (!reservation.ok) {
     const whose = payer.token?.maxCreditsMicro ? 'the token (or its key)' : 'the key';
     return failure(

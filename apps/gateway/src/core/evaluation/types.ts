@@ -1,5 +1,6 @@
 import type {
   AsWritten,
+  BudgetWindow,
   EvaluationData,
   EvaluationRequest,
   GatewayFailure,
@@ -31,6 +32,8 @@ export interface EvaluationDeps {
   onCacheOutcome?(route: string, outcome: CacheOutcome): void;
   /** Told when an upstream reported more usage than was reserved: the excess is not charged. */
   onDebitCapped?(route: string, excessMicro: number): void;
+  /** Told of each hard budget a refused reservation would have exceeded (docs/budgets.md). */
+  onBudgetRefused?(holder: 'key' | 'project', window: BudgetWindow): void;
   /** STORE_TIMEOUT_MS: the longest one store call takes before it fails. */
   storeTimeoutMs?: number;
   /** Keep each answered decision for its outcomes (DECISION_RETENTION_DAYS > 0, docs/outcomes.md). */

@@ -1,7 +1,8 @@
 import { decisionTables } from '../decision-tables.ts';
 import { rollupSchema } from '../rollups.ts';
 import type { Migration } from '../shared-rules.ts';
-import { dgApply, FUNCTIONS } from './functions.ts';
+import { FUNCTIONS } from './functions.ts';
+import { RELEASED_FUNCTIONS as RELEASED, releasedDgApply } from './released-functions.ts';
 
 /**
  * Versioned schema changes for PostgreSQL, applied in order at start. Several instances may start
@@ -178,7 +179,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       DROP FUNCTION dg_release(bigint, text, text, integer, integer, integer, integer, integer, bigint);
 
       -- What a capped token can still spend beside its live reservations; NULL when uncapped.
-${FUNCTIONS.dg_token_left}
+${RELEASED.dg_token_left}
 
       CREATE FUNCTION dg_reserve(p_key text, p_request text, p_amount bigint, p_at bigint, p_stale_before bigint, p_token text)
       RETURNS TABLE (granted boolean, reservation bigint, available bigint)
@@ -290,24 +291,24 @@ ${FUNCTIONS.dg_token_left}
     sql: `
       CREATE INDEX usage_records_request ON usage_records (request_id);
 
-${FUNCTIONS.dg_step_reserve}
+${RELEASED.dg_step_reserve}
 
-${FUNCTIONS.dg_step_settle}
+${RELEASED.dg_step_settle}
 
-${FUNCTIONS.dg_step_release}
+${RELEASED.dg_step_release}
 
       DROP FUNCTION dg_reserve(text, text, bigint, bigint, bigint, text);
-${FUNCTIONS.dg_reserve}
+${RELEASED.dg_reserve}
 
-${FUNCTIONS.dg_settle}
+${RELEASED.dg_settle}
 
-${FUNCTIONS.dg_release}
+${RELEASED.dg_release}
 
       -- Steps are {op: reserve | settle | release, deadline, …their arguments}; one row per step,
       -- in order. A step that reaches the database after its deadline (epoch ms) does nothing and
       -- says 'late': its caller has given up and answered 503, so nothing may be held or charged
       -- for it (a settle arriving late would charge a failed request).
-${dgApply(false)}    `,
+${releasedDgApply(false)}    `,
   },
   {
     version: 5,
@@ -332,9 +333,9 @@ ${dgApply(false)}    `,
         credits_micro bigint, input_tokens integer, output_tokens integer, elapsed_ms integer, sign integer
       );
       CREATE INDEX dg_pending_rollups_tx ON dg_pending_rollups (tx);
-${FUNCTIONS.dg_flush_rollups}
+${RELEASED.dg_flush_rollups}
 
-${FUNCTIONS.dg_rollup_record}
+${RELEASED.dg_rollup_record}
       CREATE TRIGGER usage_rollup_insert AFTER INSERT ON usage_records
         FOR EACH ROW EXECUTE FUNCTION dg_rollup_record();
       CREATE TRIGGER usage_rollup_update AFTER UPDATE OF credits_micro, status ON usage_records
@@ -350,8 +351,55 @@ ${FUNCTIONS.dg_rollup_record}
     sql: `
       ${decisionTables('postgres')}
 
-${FUNCTIONS.dg_keep_decision}
+${RELEASED.dg_keep_decision}
 
-${FUNCTIONS.dg_apply}    `,
+${RELEASED.dg_apply}    `,
+  },
+  {
+    version: 7,
+    name: 'projects and budgets',
+    // docs/budgets.md. A budget row also holds its holder's spend in its current window
+    // (window_start, spent_micro), moved by each settle that debits: a new window starts from 0
+    // by arithmetic, with no job, and the request path never sums usage records. The steps take
+    // the windows' starts from the gateway (budgets/windows.ts), so the calendar has one rule.
+    // dg_apply locks a batch's projects after its keys and answers each step's budget events;
+    // the one-step wrappers of migration 4 had no caller left and go.
+    sql: `
+      CREATE TABLE projects (
+        id text PRIMARY KEY,
+        name text NOT NULL,
+        created_at bigint NOT NULL
+      );
+      ALTER TABLE api_keys ADD COLUMN project_id text REFERENCES projects(id);
+      CREATE INDEX api_keys_project ON api_keys (project_id);
+      CREATE TABLE budgets (
+        holder text NOT NULL,
+        holder_kind text NOT NULL CHECK (holder_kind IN ('key', 'project')),
+        period text NOT NULL CHECK (period IN ('minute', 'hour', 'day', 'week', 'month')),
+        limit_micro bigint NOT NULL CHECK (limit_micro > 0),
+        mode text NOT NULL CHECK (mode IN ('hard', 'soft')),
+        window_start bigint NOT NULL,
+        spent_micro bigint NOT NULL CHECK (spent_micro >= 0),
+        PRIMARY KEY (holder, period)
+      );
+
+      DROP FUNCTION dg_apply(jsonb);
+      DROP FUNCTION dg_reserve(text, text, bigint, bigint, bigint, text);
+      DROP FUNCTION dg_settle(bigint, text, text, bigint, bigint, integer, integer, integer, integer, integer, bigint, text, text, boolean, text, text);
+      DROP FUNCTION dg_release(bigint, text, text, integer, integer, integer, integer, integer, bigint, text, text, boolean, text, text);
+      DROP FUNCTION dg_step_reserve(text, text, bigint, bigint, bigint, text);
+      DROP FUNCTION dg_step_settle(bigint, text, text, bigint, bigint, integer, integer, integer, integer, integer, bigint, text, text, boolean, text, text);
+      DROP FUNCTION dg_step_release(bigint, text, text, integer, integer, integer, integer, integer, bigint, text, text, boolean, text, text);
+
+${FUNCTIONS.dg_project_held}
+
+${FUNCTIONS.dg_step_reserve}
+
+${FUNCTIONS.dg_step_settle}
+
+${FUNCTIONS.dg_step_release}
+
+${FUNCTIONS.dg_apply}
+    `,
   },
 ];

@@ -1,3 +1,4 @@
+import { windowStarts } from '../../budgets/windows.ts';
 import {
   foldRecordsSql,
   ROLLUP_STEPS_MS,
@@ -27,6 +28,7 @@ import {
   type Store,
   type UsageEntry,
 } from '../store.ts';
+import { budgetEventOf, postgresBudgets } from './budgets.ts';
 import { connectPostgres, type Sql } from './client.ts';
 import { type Attempt, withDeadline } from './deadline.ts';
 import { POSTGRES_MIGRATIONS } from './migrations.ts';
@@ -105,7 +107,8 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
   });
   const submit = (s: Step) => step(s, Date.now() + timeoutMs);
 
-  return {
+  const store: Store = {
+    ...postgresBudgets(sql, call, keyColumns),
     createKey: (key) =>
       call(
         'create key',
@@ -214,7 +217,17 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
         at,
         staleBefore,
         token: tokenId ?? null,
+        starts: windowStarts(at),
       });
+      if (row.refused === 'budget')
+        return {
+          ok: false,
+          code: 'budget_exceeded',
+          exceeded: (row.events ?? []).map((e) => ({
+            holder: { kind: e.holderKind, id: e.holder },
+            window: e.window,
+          })),
+        };
       if (row.refused !== null) return { ok: false, code: 'key_refused', reason: row.refused as KeyRefusal };
       if (row.granted)
         return { ok: true, reservationId: row.reservation === null ? null : String(row.reservation) };
@@ -229,6 +242,7 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
         staleBefore,
         ...(decision && { decision }),
       });
+      for (const event of row.events ?? []) store.onBudgetEvent?.(budgetEventOf(event));
       return row.debit ?? 0;
     },
 
@@ -382,6 +396,7 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
       await sql.end({ timeout: 5 });
     },
   };
+  return store;
 }
 
 const SUMS = summedSql('postgres');
@@ -416,5 +431,6 @@ function usageStep(reservationId: string | null, entry: UsageEntry) {
     cached: entry.cached,
     token: entry.tokenId,
     subject: entry.subject,
+    starts: windowStarts(entry.at),
   };
 }

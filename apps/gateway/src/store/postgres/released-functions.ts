@@ -1,11 +1,9 @@
 import { addRecordSql, PENDING_COLUMNS, pendingRollupsSql } from '../rollups.ts';
 
 /**
- * The current definition of every PostgreSQL function the store calls, in one place. Migrations
- * stay append-only: the migration that gave a function its current form loads it from here. To
- * change one, copy its text into that migration (history must not move), then change it here and
- * add a migration that applies it again (`CREATE OR REPLACE`). postgres-store.test.ts checks that
- * a migrated database holds exactly these definitions.
+ * The PostgreSQL functions as migrations 1 to 6 released them, kept word for word: a released
+ * migration never changes (migrations.test.ts pins each). Never edit this file. The functions as
+ * they are now live in functions.ts, applied by the migrations after 6.
  */
 
 /**
@@ -13,7 +11,7 @@ import { addRecordSql, PENDING_COLUMNS, pendingRollupsSql } from '../rollups.ts'
  * 6 on, a settle or a release that carries its decision keeps it too, and the batch's usage records
  * are summed into the rollups once per row at its end. Written once for both.
  */
-export function dgApply(keepsDecisions: boolean): string {
+export function releasedDgApply(keepsDecisions: boolean): string {
   return `      ${keepsDecisions ? 'CREATE OR REPLACE' : 'CREATE'} FUNCTION dg_apply(p_steps jsonb)
       RETURNS TABLE (step integer, granted boolean, reservation bigint, available bigint, debit bigint, refused text)
       LANGUAGE plpgsql VOLATILE AS $fn$
@@ -56,7 +54,7 @@ export function dgApply(keepsDecisions: boolean): string {
 `;
 }
 
-export const FUNCTIONS = {
+export const RELEASED_FUNCTIONS = {
   // What a capped token can still spend beside its live reservations; NULL when uncapped.
   dg_token_left: `CREATE OR REPLACE FUNCTION dg_token_left(p_token text, p_stale_before bigint) RETURNS bigint
 LANGUAGE sql STABLE AS $fn$
@@ -308,5 +306,5 @@ $fn$;`,
 
   // Many reserve, settle and release steps in one statement; a step that reaches the database
   // after its deadline does nothing and says 'late'. Settles and releases keep their decisions.
-  dg_apply: dgApply(true).trim(),
+  dg_apply: releasedDgApply(true).trim(),
 } as const;

@@ -9,6 +9,7 @@ const row = (step: number, fields: Partial<StepRow> = {}): StepRow => ({
   available: null,
   debit: 0,
   refused: null,
+  events: null,
   ...fields,
 });
 

@@ -1,10 +1,11 @@
+import type { BudgetWindow } from '@decision-gateway/contract';
 import { StoreUnavailableError } from '../store.ts';
 import { troubleOf } from './deadline.ts';
 
 /** One reserve, settle or release, as `dg_apply` reads it (migration 4); the batcher adds its deadline. */
 export type Step = { op: 'reserve' | 'settle' | 'release'; key: string } & Record<
   string,
-  string | number | boolean | null | { questions: string; reused: string | null }
+  string | number | boolean | null | { questions: string; reused: string | null } | Record<string, number>
 >;
 
 /** What `dg_apply` answers for one step. */
@@ -15,6 +16,18 @@ export interface StepRow {
   available: number | null;
   debit: number | null;
   refused: string | null;
+  /** A reserve refused by budgets: those exceeded; a settle: its budget events (migration 7). */
+  events: BudgetEventRow[] | null;
+}
+
+/** A budget exceeded (a refusal's rows have no `kind`), capped or crossed, as `dg_apply` writes it. */
+export interface BudgetEventRow {
+  kind?: 'capped' | 'crossing';
+  holder: string;
+  holderKind: 'key' | 'project';
+  window: BudgetWindow;
+  excess?: number;
+  threshold?: 0.8 | 1;
 }
 
 interface Pending {

@@ -1,5 +1,6 @@
 import { toUsage } from '../rows.ts';
-import type { KeptDecision, ReserveResult, Store, UsageEntry } from '../store.ts';
+import type { BudgetEvent, KeptDecision, ReserveResult, Store, UsageEntry } from '../store.ts';
+import type { SqliteBudgets } from './budgets.ts';
 import type { SqliteParts } from './parts.ts';
 
 type CreditMethods = Pick<Store, 'reserve' | 'settle' | 'release' | 'ledgerBalance'>;
@@ -8,7 +9,12 @@ type CreditMethods = Pick<Store, 'reserve' | 'settle' | 'release' | 'ledgerBalan
  * Credits (docs/http-api.md#credits): a request's hold, its settlement with its usage record and
  * decision, its release; each a write of the group commit.
  */
-export function sqliteCredits({ sql, write, rollups }: SqliteParts): CreditMethods {
+export function sqliteCredits(
+  { sql, write, rollups }: SqliteParts,
+  budgets: SqliteBudgets,
+  /** Told of a settle's budget events once its batch has committed. */
+  onBudgetEvent: (event: BudgetEvent) => void,
+): CreditMethods {
   /**
    * Stale reservations only stop counting (`since`); rows are swept at most once a minute. (If a
    * batch is rolled back and replayed, its sweep may be skipped: the next one catches up.)
@@ -48,10 +54,17 @@ export function sqliteCredits({ sql, write, rollups }: SqliteParts): CreditMetho
       if (!token || token.expiresAt <= at) return { ok: false, code: 'key_refused', reason: 'token_expired' };
       if (token.cap !== null) tokenLeft = token.cap - token.spent - token.held;
     }
-    if (row.credits === null && tokenLeft === undefined) return { ok: true, reservationId: null };
+    // Budgets need a hold even on an unlimited key: it is what the next request's check counts.
+    if (row.credits === null && tokenLeft === undefined && row.budgets === 0)
+      return { ok: true, reservationId: null };
     const keyLeft = row.credits === null ? Number.MAX_SAFE_INTEGER : row.credits - row.reserved;
     const available = Math.min(keyLeft, tokenLeft ?? Number.MAX_SAFE_INTEGER);
-    if (available >= amount) {
+    // Then the budgets (docs/budgets.md: 40202 after 40200), in the same write.
+    const exceeded =
+      available >= amount && row.budgets > 0
+        ? budgets.refusal(keyId, row.projectId, amount, at, staleBefore, row.reserved)
+        : [];
+    if (available >= amount && exceeded.length === 0) {
       const inserted = sql.insertReservation.run(keyId, requestId, amount, at, tokenId);
       if (inserted.changes === 1) return { ok: true, reservationId: String(inserted.lastInsertRowid) };
     }
@@ -59,8 +72,10 @@ export function sqliteCredits({ sql, write, rollups }: SqliteParts): CreditMetho
     // live holds above already count.
     const existing = sql.reservationOf.get(requestId, keyId);
     if (existing) return { ok: true, reservationId: String(existing.id) };
-    if (available >= amount) throw new Error(`request ${requestId} holds a reservation of another key`);
-    return { ok: false, code: 'insufficient_credits', availableMicro: Math.max(0, available) };
+    if (available < amount)
+      return { ok: false, code: 'insufficient_credits', availableMicro: Math.max(0, available) };
+    if (exceeded.length > 0) return { ok: false, code: 'budget_exceeded', exceeded };
+    throw new Error(`request ${requestId} holds a reservation of another key`);
   };
 
   /** The request's usage record, with what was debited for it, and its rollups. */
@@ -101,7 +116,7 @@ export function sqliteCredits({ sql, write, rollups }: SqliteParts): CreditMetho
     entry: UsageEntry,
     staleBefore: number,
     decision?: KeptDecision,
-  ): number => {
+  ): { debit: number; events: BudgetEvent[] } => {
     let debit = entry.creditsMicro;
     const held =
       reservationId === null ? undefined : sql.deleteReservation.get(Number(reservationId), entry.requestId);
@@ -111,7 +126,7 @@ export function sqliteCredits({ sql, write, rollups }: SqliteParts): CreditMetho
       // No hold (an unlimited key, a retried call, a hold swept as stale): settled already, the
       // first debit stands and nothing is written twice.
       const recorded = sql.recordedDebit.get(entry.requestId, entry.keyId);
-      if (recorded) return recorded.debit;
+      if (recorded) return { debit: recorded.debit, events: [] };
     }
     // Live reservations of other requests count against the cap; stale ones (left by a crashed
     // process) count nowhere, even before the sweep removes them (docs/http-api.md#credits).
@@ -119,16 +134,24 @@ export function sqliteCredits({ sql, write, rollups }: SqliteParts): CreditMetho
     // A capped token never spends past its cap, beside its other live reservations (docs/browsers.md).
     const tokenLeft = tokenAvailable(entry.tokenId, staleBefore);
     if (tokenLeft !== undefined) debit = Math.min(debit, Math.max(0, tokenLeft));
-    if (row && row.credits !== null) {
-      // Never more than the key can still cover beside its other in-flight reservations.
-      debit = Math.min(debit, Math.max(0, row.credits - row.reserved));
-      sql.debitAndTouch.run(debit, entry.at, entry.keyId);
-    } else {
-      sql.touch.run(entry.at, entry.keyId);
-    }
+    // Never more than the key can still cover beside its other in-flight reservations.
+    if (row && row.credits !== null) debit = Math.min(debit, Math.max(0, row.credits - row.reserved));
+    // Nor than any hard budget can still take; every budget's window counts the debit.
+    let events: BudgetEvent[] = [];
+    if (row && row.budgets > 0)
+      ({ debit, events } = budgets.settleDebit(
+        entry.keyId,
+        row.projectId,
+        debit,
+        entry.at,
+        staleBefore,
+        row.reserved,
+      ));
+    if (row && row.credits !== null) sql.debitAndTouch.run(debit, entry.at, entry.keyId);
+    else sql.touch.run(entry.at, entry.keyId);
     insertUsage(entry, debit);
     keepDecision(entry, decision);
-    return debit;
+    return { debit, events };
   };
 
   const release = (reservationId: string | null, entry: UsageEntry, decision?: KeptDecision) => {
@@ -149,6 +172,8 @@ export function sqliteCredits({ sql, write, rollups }: SqliteParts): CreditMetho
           }
           sql.voidUsage.run(entry.status, entry.requestId, entry.keyId);
           sql.refund.run(recorded.debit, entry.keyId);
+          const key = sql.keyById.get(entry.keyId);
+          budgets.refund(entry.keyId, key?.project_id ?? null, recorded.debit, recorded.at);
         }
         return;
       }
@@ -162,8 +187,11 @@ export function sqliteCredits({ sql, write, rollups }: SqliteParts): CreditMetho
   return {
     reserve: (keyId, requestId, amount, at, staleBefore, tokenId) =>
       write(() => reserve(keyId, requestId, amount, at, staleBefore, tokenId ?? null)),
-    settle: (reservationId, entry, staleBefore, decision) =>
-      write(() => settle(reservationId, entry, staleBefore, decision)),
+    async settle(reservationId, entry, staleBefore, decision) {
+      const { debit, events } = await write(() => settle(reservationId, entry, staleBefore, decision));
+      for (const event of events) onBudgetEvent(event);
+      return debit;
+    },
     release: (reservationId, entry, decision) => write(() => release(reservationId, entry, decision)),
     async ledgerBalance(keyId) {
       return sql.ledgerBalance.get(keyId, keyId)?.total ?? 0;

@@ -135,4 +135,30 @@ export const MIGRATIONS: readonly Migration[] = [
       ${decisionTables('sqlite')}
     `,
   },
+  {
+    version: 8,
+    name: 'projects and budgets',
+    // docs/budgets.md. A budget row also holds its holder's spend in its current window
+    // (window_start, spent_micro), moved by each settle that debits: a new window starts from 0
+    // by arithmetic, with no job, and the request path never sums usage records.
+    sql: `
+      CREATE TABLE projects (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      ALTER TABLE api_keys ADD COLUMN project_id TEXT REFERENCES projects(id);
+      CREATE INDEX api_keys_project ON api_keys(project_id);
+      CREATE TABLE budgets (
+        holder TEXT NOT NULL,
+        holder_kind TEXT NOT NULL CHECK (holder_kind IN ('key', 'project')),
+        period TEXT NOT NULL CHECK (period IN ('minute', 'hour', 'day', 'week', 'month')),
+        limit_micro INTEGER NOT NULL CHECK (limit_micro > 0),
+        mode TEXT NOT NULL CHECK (mode IN ('hard', 'soft')),
+        window_start INTEGER NOT NULL,
+        spent_micro INTEGER NOT NULL CHECK (spent_micro >= 0),
+        PRIMARY KEY (holder, period)
+      );
+    `,
+  },
 ];

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { assertUpgraded, pendingMigrations } from '../shared-rules.ts';
 import { type Store, StoreUnavailableError } from '../store.ts';
 import { type BackgroundConnection, openBackgroundConnection } from './background-connection.ts';
+import { sqliteBudgets } from './budgets.ts';
 import { sqliteCredits } from './credits.ts';
 import { sqliteDecisions } from './decisions.ts';
 import { createGroupCommit } from './group-commit.ts';
@@ -122,9 +123,11 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     }));
 
   const parts: SqliteParts = { db, sql, write, guarded, background, rollups };
-  return {
+  const budgets = sqliteBudgets(parts);
+  const store: Store = {
     ...sqliteKeys(parts),
-    ...sqliteCredits(parts),
+    ...sqliteCredits(parts, budgets, (event) => store.onBudgetEvent?.(event)),
+    ...budgets.methods,
     ...sqliteDecisions(parts),
     ...sqliteUsage(parts),
     async checkWritable() {
@@ -137,4 +140,5 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       if (db.open) db.close();
     },
   };
+  return store;
 }

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { BUDGET_COLUMNS, type BudgetRow, PROJECT_SELECT, type ProjectRow } from '../budget-rows.ts';
 import { ROLLUP_STEPS_MS } from '../rollups.ts';
 import { KEY_COLUMNS, type KeyRow, TOKEN_AUTH_COLUMNS, type toTokenAuth, type UsageRow } from '../rows.ts';
 import type { KeyAuth } from '../store.ts';
@@ -41,11 +42,19 @@ export function prepareStatements(db: Database.Database) {
      */
     balance: db.prepare<
       { keyId: string; since: number },
-      { credits: number | null; reserved: number; revokedAt: number | null; expiresAt: number | null }
+      {
+        credits: number | null;
+        reserved: number;
+        revokedAt: number | null;
+        expiresAt: number | null;
+        projectId: string | null;
+        budgets: number;
+      }
     >(
-      `SELECT credits_micro AS credits, revoked_at AS revokedAt, expires_at AS expiresAt,
+      `SELECT credits_micro AS credits, revoked_at AS revokedAt, expires_at AS expiresAt, project_id AS projectId,
             (SELECT COALESCE(SUM(amount_micro), 0) FROM reservations
-             WHERE key_id = @keyId AND created_at >= @since) AS reserved
+             WHERE key_id = @keyId AND created_at >= @since) AS reserved,
+            (SELECT COUNT(*) FROM budgets WHERE holder = @keyId OR holder = api_keys.project_id) AS budgets
      FROM api_keys WHERE id = @keyId`,
     ),
     /** One hold per request (a unique index): a retried reserve inserts nothing and finds its hold. */
@@ -148,6 +157,63 @@ export function prepareStatements(db: Database.Database) {
       `INSERT INTO decision_outcomes (request_id, question_id, truth, recorded_at) VALUES (?, ?, ?, ?)
      ON CONFLICT (request_id, question_id) DO UPDATE SET truth = excluded.truth, recorded_at = excluded.recorded_at`,
     ),
+    // Budgets and projects (docs/budgets.md).
+    budgetsOf: db.prepare<{ keyId: string; projectId: string | null }, BudgetRow>(
+      `SELECT ${BUDGET_COLUMNS} FROM budgets WHERE holder = @keyId OR holder = @projectId`,
+    ),
+    budgetsOfHolder: db.prepare<[string], BudgetRow>(
+      `SELECT ${BUDGET_COLUMNS} FROM budgets WHERE holder = ?`,
+    ),
+    /** What the live holds of a project's keys hold. */
+    projectHeld: db.prepare<{ projectId: string; since: number }, { held: number }>(
+      `SELECT COALESCE(SUM(r.amount_micro), 0) AS held FROM reservations r JOIN api_keys k ON k.id = r.key_id
+     WHERE k.project_id = @projectId AND r.created_at >= @since`,
+    ),
+    keyHeld: db.prepare<{ keyId: string; since: number }, { held: number }>(
+      `SELECT COALESCE(SUM(amount_micro), 0) AS held FROM reservations WHERE key_id = @keyId AND created_at >= @since`,
+    ),
+    /** A settle's debit in its holder's window: a later window starts again from it; an earlier one counts nowhere. */
+    spend: db.prepare<{ holder: string; period: string; start: number; debit: number }>(
+      `UPDATE budgets SET
+       spent_micro = CASE WHEN window_start = @start THEN spent_micro + @debit
+                          WHEN window_start < @start THEN @debit ELSE spent_micro END,
+       window_start = MAX(window_start, @start)
+     WHERE holder = @holder AND period = @period`,
+    ),
+    /** A refunded debit leaves the window it was counted in. */
+    unspend: db.prepare<{ holder: string; period: string; start: number; debit: number }>(
+      `UPDATE budgets SET spent_micro = MAX(0, spent_micro - @debit)
+     WHERE holder = @holder AND period = @period AND window_start = @start`,
+    ),
+    deleteBudgets: db.prepare<[string]>('DELETE FROM budgets WHERE holder = ?'),
+    insertBudget: db.prepare<{
+      holder: string;
+      kind: string;
+      period: string;
+      limitMicro: number;
+      mode: string;
+      start: number;
+      spent: number;
+    }>(
+      `INSERT INTO budgets (holder, holder_kind, period, limit_micro, mode, window_start, spent_micro)
+     VALUES (@holder, @kind, @period, @limitMicro, @mode, @start, @spent)`,
+    ),
+    /** Debits settled from `since` on, by a key or by a project's keys (setting a budget, never a request). */
+    keySpentSince: db.prepare<[string, number], { spent: number }>(
+      'SELECT COALESCE(SUM(credits_micro), 0) AS spent FROM usage_records WHERE key_id = ? AND at >= ?',
+    ),
+    projectSpentSince: db.prepare<[string, number], { spent: number }>(
+      `SELECT COALESCE(SUM(u.credits_micro), 0) AS spent FROM usage_records u JOIN api_keys k ON k.id = u.key_id
+     WHERE k.project_id = ? AND u.at >= ?`,
+    ),
+    insertProject: db.prepare<[string, string, number]>(
+      'INSERT INTO projects (id, name, created_at) VALUES (?, ?, ?)',
+    ),
+    projectById: db.prepare<[string], ProjectRow>(`${PROJECT_SELECT} WHERE p.id = ?`),
+    projects: db.prepare<[], ProjectRow>(`${PROJECT_SELECT} ORDER BY p.created_at DESC, p.id DESC`),
+    renameProject: db.prepare<[string, string]>('UPDATE projects SET name = ? WHERE id = ?'),
+    deleteProject: db.prepare<[string]>('DELETE FROM projects WHERE id = ?'),
+    setKeyProject: db.prepare<[string | null, string]>('UPDATE api_keys SET project_id = ? WHERE id = ?'),
     heartbeat: db.prepare<[number]>(
       'INSERT INTO heartbeat (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at',
     ),

@@ -1,0 +1,177 @@
+import { windowStarts } from '../../budgets/windows.ts';
+import { type BudgetRow, byWindow, toProject } from '../budget-rows.ts';
+import { capToBudgets, exceededBudgets, readBudgets, spendEvents } from '../budget-rules.ts';
+import type { BudgetEvent, BudgetExceeded, Store } from '../store.ts';
+import type { SqliteParts } from './parts.ts';
+
+type BudgetMethods = Pick<
+  Store,
+  | 'createProject'
+  | 'listProjects'
+  | 'getProject'
+  | 'renameProject'
+  | 'deleteProject'
+  | 'setKeyProject'
+  | 'setBudgets'
+  | 'budgets'
+>;
+
+/**
+ * Projects and budgets (docs/budgets.md) on SQLite: what operators set and read, and the steps a
+ * reservation and a settle take inside their own write (so they are as atomic as the credits).
+ */
+export function sqliteBudgets({ db, sql, guarded }: SqliteParts) {
+  /** Live holds of a holder: a key's, or every key's of a project. */
+  const heldBy = (row: Pick<BudgetRow, 'holder' | 'kind'>, since: number) =>
+    row.kind === 'key'
+      ? (sql.keyHeld.get({ keyId: row.holder, since })?.held ?? 0)
+      : (sql.projectHeld.get({ projectId: row.holder, since })?.held ?? 0);
+
+  const setBudgets = db.transaction(
+    (holder: Parameters<Store['setBudgets']>[0], budgets: Parameters<Store['setBudgets']>[1], at: number) => {
+      sql.deleteBudgets.run(holder.id);
+      const starts = windowStarts(at);
+      for (const budget of budgets) {
+        const start = starts[budget.window];
+        const spent =
+          holder.kind === 'key'
+            ? sql.keySpentSince.get(holder.id, start)?.spent
+            : sql.projectSpentSince.get(holder.id, start)?.spent;
+        sql.insertBudget.run({
+          holder: holder.id,
+          kind: holder.kind,
+          period: budget.window,
+          limitMicro: budget.limitMicro,
+          mode: budget.mode,
+          start,
+          spent: spent ?? 0,
+        });
+      }
+    },
+  );
+
+  const methods: BudgetMethods = {
+    async createProject(project) {
+      guarded(() => sql.insertProject.run(project.id, project.name, project.createdAt));
+      return { ...project, keyCount: 0 };
+    },
+    async listProjects() {
+      return sql.projects.all().map(toProject);
+    },
+    async getProject(id) {
+      const row = sql.projectById.get(id);
+      return row && toProject(row);
+    },
+    async renameProject(id, name) {
+      guarded(() => sql.renameProject.run(name, id));
+      const row = sql.projectById.get(id);
+      return row && toProject(row);
+    },
+    async deleteProject(id) {
+      return guarded(
+        db.transaction(() => {
+          const row = sql.projectById.get(id);
+          if (!row) return { ok: false as const, code: 'not_found' as const };
+          if (row.key_count > 0) return { ok: false as const, code: 'has_keys' as const };
+          sql.deleteBudgets.run(id);
+          sql.deleteProject.run(id);
+          return { ok: true as const, project: toProject(row) };
+        }),
+      );
+    },
+    async setKeyProject(keyId, projectId) {
+      return guarded(
+        db.transaction(() => {
+          if (!sql.keyById.get(keyId)) return { ok: false as const, code: 'not_found' as const };
+          if (projectId !== null && !sql.projectById.get(projectId))
+            return { ok: false as const, code: 'unknown_project' as const };
+          sql.setKeyProject.run(projectId, keyId);
+          return { ok: true as const, key: toKeyOf(keyId) };
+        }),
+      );
+    },
+    async setBudgets(holder, budgets, at) {
+      guarded(() => setBudgets.immediate(holder, budgets, at));
+    },
+    async budgets(holder, at, staleBefore) {
+      const rows = sql.budgetsOfHolder.all(holder.id);
+      return readBudgets(rows, at, heldBy({ holder: holder.id, kind: holder.kind }, staleBefore)).sort(
+        byWindow,
+      );
+    },
+  };
+
+  const toKeyOf = (keyId: string) => {
+    const row = sql.keyById.get(keyId);
+    if (!row) throw new Error(`key ${keyId} vanished inside its own transaction`);
+    return {
+      id: row.id,
+      name: row.name,
+      prefix: row.prefix,
+      creditsMicro: row.credits_micro,
+      rateLimitPerMinute: row.rate_limit_per_minute,
+      route: row.route,
+      createdAt: row.created_at,
+      expiresAt: row.expires_at,
+      revokedAt: row.revoked_at,
+      lastUsedAt: row.last_used_at,
+      projectId: row.project_id,
+    };
+  };
+
+  /** Inside a reservation's write: the hard budgets this amount would take past their limits. */
+  const refusal = (
+    keyId: string,
+    projectId: string | null,
+    amount: number,
+    at: number,
+    since: number,
+    keyHeld: number,
+  ): BudgetExceeded[] => {
+    const rows = sql.budgetsOf.all({ keyId, projectId });
+    return exceededBudgets(rows, amount, windowStarts(at), (row) =>
+      row.kind === 'key' ? keyHeld : heldBy(row, since),
+    );
+  };
+
+  /**
+   * Inside a settle's write, after its own hold is gone: the debit cut to what each hard budget
+   * can still take beside the other live holds, then counted in every budget's window.
+   */
+  const settleDebit = (
+    keyId: string,
+    projectId: string | null,
+    debit: number,
+    at: number,
+    since: number,
+    keyHeld: number,
+  ): { debit: number; events: BudgetEvent[] } => {
+    const rows = sql.budgetsOf.all({ keyId, projectId });
+    if (rows.length === 0) return { debit, events: [] };
+    const starts = windowStarts(at);
+    const capped = capToBudgets(rows, debit, starts, (row) =>
+      row.kind === 'key' ? keyHeld : heldBy(row, since),
+    );
+    if (capped.debit > 0)
+      for (const row of rows)
+        sql.spend.run({
+          holder: row.holder,
+          period: row.period,
+          start: starts[row.period],
+          debit: capped.debit,
+        });
+    return { debit: capped.debit, events: [...capped.events, ...spendEvents(rows, capped.debit, starts)] };
+  };
+
+  /** A refunded debit (a settled request answered a failure after all) leaves its windows. */
+  const refund = (keyId: string, projectId: string | null, debit: number, settledAt: number) => {
+    if (debit === 0) return;
+    const starts = windowStarts(settledAt);
+    for (const row of sql.budgetsOf.all({ keyId, projectId }))
+      sql.unspend.run({ holder: row.holder, period: row.period, start: starts[row.period], debit });
+  };
+
+  return { methods, refusal, settleDebit, refund };
+}
+
+export type SqliteBudgets = ReturnType<typeof sqliteBudgets>;
