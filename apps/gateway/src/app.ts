@@ -1,12 +1,15 @@
 import type { Logger } from 'pino';
 import { createAuthenticate } from './auth/authenticate.ts';
 import { createTokenService } from './auth/tokens.ts';
+import { budgetEventReporter } from './budgets/budget-events.ts';
+import { createBudgetService } from './budgets/budget-service.ts';
 import type { CacheScope, DecisionCache } from './cache/decision-cache.ts';
 import { createMemoryCache } from './cache/memory-cache.ts';
 import { createRedisCache } from './cache/redis-cache.ts';
 import { type Config, TIMEOUT_DEFAULTS } from './config/environment.ts';
 import { type Pricing, pricingFromCredits } from './core/credits.ts';
 import { createEvaluator } from './core/evaluation/index.ts';
+import { staleAfterMs } from './core/evaluation/ledger.ts';
 import type { SessionLimits } from './doors/mcp/sessions.ts';
 import { buildServer, type Gateway, type GatewayServices } from './http/server.ts';
 import { createKeyService } from './keys/key-service.ts';
@@ -72,6 +75,13 @@ export function createServices(parts: GatewayParts): GatewayServices {
   const stats = parts.upstreamStats ?? new Map();
   const authenticate = createAuthenticate(parts.store, clock, corsOrigins);
   const decisionRetentionDays = parts.decisionRetentionDays ?? 30;
+  parts.store.onBudgetEvent = budgetEventReporter(metrics, parts.logger);
+  const longestDeadlineMs = Math.max(...[...parts.routes.values()].map((route) => route.spec.deadlineMs));
+  const budgets = createBudgetService(
+    parts.store,
+    clock,
+    staleAfterMs(longestDeadlineMs, parts.storeTimeoutMs ?? 2_000),
+  );
   const evaluator = createEvaluator({
     authenticate,
     clock,
@@ -84,6 +94,7 @@ export function createServices(parts: GatewayParts): GatewayServices {
       metrics.debitCapped.inc({ route });
       metrics.debitCappedMicroCredits.inc({ route }, excessMicro);
     },
+    onBudgetRefused: (holder, window) => metrics.budgetRefusals.inc({ holder, window }),
     ...(parts.storeTimeoutMs !== undefined && { storeTimeoutMs: parts.storeTimeoutMs }),
     rateLimiter,
     pricing: parts.pricing,
@@ -98,7 +109,8 @@ export function createServices(parts: GatewayParts): GatewayServices {
     authenticate,
     evaluator,
     tokens: createTokenService(parts.store, clock, routeNames),
-    keys: createKeyService(parts.store, clock, routeNames),
+    keys: createKeyService(parts.store, clock, routeNames, budgets),
+    budgets,
     reports: createUsageReports(parts.store, clock),
     outcomes: createOutcomes({
       store: parts.store,

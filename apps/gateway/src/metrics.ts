@@ -115,6 +115,25 @@ export function createMetrics() {
       help: 'Requests refused by the per-key rate limit',
       registers: [registry],
     }),
+    // docs/budgets.md
+    budgetRefusals: new Counter({
+      name: 'dg_budget_refusals_total',
+      help: 'Requests refused by a hard budget, one per budget exceeded, by holder (key or project) and window',
+      labelNames: ['holder', 'window'] as const,
+      registers: [registry],
+    }),
+    budgetCrossings: new Counter({
+      name: 'dg_budget_crossings_total',
+      help: 'Soft budgets whose spend crossed 0.8 or 1 of their limit, by holder (key or project), window and threshold',
+      labelNames: ['holder', 'window', 'threshold'] as const,
+      registers: [registry],
+    }),
+    budgetCapped: new Counter({
+      name: 'dg_budget_capped_total',
+      help: 'Settles whose debit a hard budget cut to what it could still take (the excess is not charged)',
+      labelNames: ['holder', 'window'] as const,
+      registers: [registry],
+    }),
     debitCapped: new Counter({
       name: 'dg_debit_capped_total',
       help: 'Requests whose upstream reported more usage than was reserved: charged the reservation (docs/http-api.md#credits)',

@@ -14,6 +14,7 @@ import {
   UsageSummary,
 } from './admin.ts';
 import { EvaluationData } from './answer.ts';
+import { CreateProjectBody, PatchKeyBody, PatchProjectBody, ProjectList, ProjectObject } from './budgets.ts';
 import {
   OpenAiDecisionRequest,
   OpenAiDecisionResponse,
@@ -46,6 +47,8 @@ const envelopes = {
   ModelListEnvelope: successEnvelope(ModelList),
   KeyEnvelope: successEnvelope(KeyObject),
   CreatedKeyEnvelope: successEnvelope(CreatedKey),
+  ProjectEnvelope: successEnvelope(ProjectObject),
+  ProjectListEnvelope: successEnvelope(ProjectList),
   KeyListEnvelope: successEnvelope(KeyList),
   UsageReportEnvelope: successEnvelope(UsageReport),
   CachePurgedEnvelope: successEnvelope(CachePurged),
@@ -74,6 +77,9 @@ void [
   OpenAiModelList,
   McpMessage,
   McpExchangeError,
+  PatchKeyBody,
+  CreateProjectBody,
+  PatchProjectBody,
 ];
 
 /** Own-key records are custom schemas for validation; document them as the records they are. */
@@ -459,6 +465,55 @@ const OPERATIONS = {
     security: admin,
     parameters: [idParam],
     responses: { '200': ok('KeyEnvelope'), ...errorResponses([...AUTH_ERRORS, 'not_found']) },
+  },
+  patchKey: {
+    operationId: 'patchKey',
+    tags: ['Admin'],
+    summary: "Set a key's project (null: none) and its budgets (the whole list)",
+    security: admin,
+    parameters: [idParam],
+    requestBody: { required: true, content: json('PatchKeyBody') },
+    responses: { '200': ok('KeyEnvelope'), ...errorResponses([...ADMIN_ERRORS, 'not_found']) },
+  },
+  createProject: {
+    operationId: 'createProject',
+    tags: ['Admin'],
+    summary: 'Create a project: keys that share budgets',
+    security: admin,
+    requestBody: { required: true, content: json('CreateProjectBody') },
+    responses: { '201': ok('ProjectEnvelope', 'Created'), ...errorResponses(ADMIN_ERRORS) },
+  },
+  listProjects: {
+    operationId: 'listProjects',
+    tags: ['Admin'],
+    summary: 'Every project, newest first, with its budgets',
+    security: admin,
+    responses: { '200': ok('ProjectListEnvelope'), ...errorResponses(AUTH_ERRORS) },
+  },
+  getProject: {
+    operationId: 'getProject',
+    tags: ['Admin'],
+    summary: 'One project, with its budgets',
+    security: admin,
+    parameters: [idParam],
+    responses: { '200': ok('ProjectEnvelope'), ...errorResponses([...AUTH_ERRORS, 'not_found']) },
+  },
+  patchProject: {
+    operationId: 'patchProject',
+    tags: ['Admin'],
+    summary: 'Rename a project or replace its budgets (the whole list)',
+    security: admin,
+    parameters: [idParam],
+    requestBody: { required: true, content: json('PatchProjectBody') },
+    responses: { '200': ok('ProjectEnvelope'), ...errorResponses([...ADMIN_ERRORS, 'not_found']) },
+  },
+  deleteProject: {
+    operationId: 'deleteProject',
+    tags: ['Admin'],
+    summary: 'Delete a project that has no keys (else 40001)',
+    security: admin,
+    parameters: [idParam],
+    responses: { '200': ok('ProjectEnvelope'), ...errorResponses([...ADMIN_ERRORS, 'not_found']) },
   },
   adjustCredits: {
     operationId: 'adjustCredits',

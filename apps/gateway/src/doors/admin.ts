@@ -3,11 +3,14 @@ import {
   CachePurgeQuery,
   CalibrationQuery,
   CreateKeyBody,
+  CreateProjectBody,
   CreateTokenBody,
   failure,
   type GatewayFailure,
   KeyListQuery,
   LIMITS,
+  PatchKeyBody,
+  PatchProjectBody,
   parseAdminInput,
   type UpstreamHealth,
   UsageQuery,
@@ -17,6 +20,7 @@ import {
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { bearerToken, isAdminToken } from '../auth/api-keys.ts';
 import type { TokenService } from '../auth/tokens.ts';
+import type { BudgetService } from '../budgets/budget-service.ts';
 import type { DecisionCache } from '../cache/decision-cache.ts';
 import type { KeyResult, KeyService } from '../keys/key-service.ts';
 import type { Outcomes } from '../outcomes/outcome-service.ts';
@@ -29,6 +33,8 @@ const sendFailure = (reply: FastifyReply, f: GatewayFailure) => sendDoorFailure(
 export interface AdminDoorOptions extends DoorOptions {
   adminToken: string;
   keys: KeyService;
+  /** Projects and budgets (docs/budgets.md). */
+  budgets: BudgetService;
   reports: UsageReports;
   outcomes: Outcomes;
   /** The decision cache, when a route has one (docs/routes.md#decision-cache). */
@@ -118,6 +124,46 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
       if (!query.ok) return sendFailure(res, query.error);
       return reply(await opts.keys.usage(request.params.id, query.value.limit), res);
     },
+  );
+
+  // docs/budgets.md: a key's project and budgets.
+  app.patch<{ Params: { id: string } }>(
+    '/admin/keys/:id',
+    { config: { operation: 'patchKey' } },
+    async (request, res) => {
+      const body = parseAdminInput(PatchKeyBody, request.body ?? {});
+      if (!body.ok) return sendFailure(res, body.error);
+      return reply(await opts.keys.patch(request.params.id, body.value), res);
+    },
+  );
+
+  // docs/budgets.md: projects group keys under shared budgets.
+  app.post('/admin/projects', { config: { operation: 'createProject' } }, async (request, res) => {
+    const body = parseAdminInput(CreateProjectBody, request.body);
+    if (!body.ok) return sendFailure(res, body.error);
+    return reply(await opts.budgets.createProject(body.value), res, 201);
+  });
+  app.get('/admin/projects', { config: { operation: 'listProjects' } }, async (_request, res) =>
+    reply(await opts.budgets.listProjects(), res),
+  );
+  app.get<{ Params: { id: string } }>(
+    '/admin/projects/:id',
+    { config: { operation: 'getProject' } },
+    async (request, res) => reply(await opts.budgets.getProject(request.params.id), res),
+  );
+  app.patch<{ Params: { id: string } }>(
+    '/admin/projects/:id',
+    { config: { operation: 'patchProject' } },
+    async (request, res) => {
+      const body = parseAdminInput(PatchProjectBody, request.body ?? {});
+      if (!body.ok) return sendFailure(res, body.error);
+      return reply(await opts.budgets.patchProject(request.params.id, body.value), res);
+    },
+  );
+  app.delete<{ Params: { id: string } }>(
+    '/admin/projects/:id',
+    { config: { operation: 'deleteProject' } },
+    async (request, res) => reply(await opts.budgets.deleteProject(request.params.id), res),
   );
 
   // docs/operating.md#admin-api, docs/browsers.md: a token for a key, minted by the operator (the console's playground uses it).

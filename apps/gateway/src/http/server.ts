@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Logger } from 'pino';
 import type { Authenticate } from '../auth/authenticate.ts';
 import type { TokenService } from '../auth/tokens.ts';
+import type { BudgetService } from '../budgets/budget-service.ts';
 import type { DecisionCache } from '../cache/decision-cache.ts';
 import type { Evaluator } from '../core/evaluation/index.ts';
 import { adminDoor } from '../doors/admin.ts';
@@ -54,6 +55,8 @@ export interface GatewayServices {
   evaluator: Evaluator;
   tokens: TokenService;
   keys: KeyService;
+  /** Projects and budgets (docs/budgets.md). */
+  budgets: BudgetService;
   /** Usage series and summaries, from the rollups (docs/usage.md). */
   reports: UsageReports;
   /** Outcomes callers report, and the calibration measured from them (docs/outcomes.md). */
@@ -227,6 +230,7 @@ export function buildServer(services: GatewayServices): Gateway {
     app.register(adminDoor, {
       adminToken: services.adminToken,
       keys: services.keys,
+      budgets: services.budgets,
       reports: services.reports,
       outcomes: services.outcomes,
       tokens,
