@@ -55,6 +55,61 @@ describe('pnpm keys CLI', () => {
     expect(bad.stderr).toContain('type');
   });
 
+  it('manages projects and budgets: project create|list|show|delete, budget set|rm on keys and projects', async () => {
+    const project = (await cli('project', 'create', 'support', '--json')).json();
+    expect(project).toMatchObject({ name: 'support', keyCount: 0, budgets: [] });
+    const key = (
+      await cli('create', '--name', 'svc', '--credits', '5', '--project', project.id, '--json')
+    ).json();
+    expect(key.projectId).toBe(project.id);
+
+    const set = await cli('budget', 'set', key.id, 'day', '1.5');
+    expect(set.code).toBe(0);
+    expect(set.stdout).toMatch(
+      /budget day \(hard\): 0 of 1\.5 spent, 1\.5 left, resets \d{4}-\d\d-\d\dT00:00:00\.000Z/,
+    );
+    await cli('budget', 'set', key.id, 'minute', '0.2', '--soft');
+    // Setting a window again replaces that budget alone.
+    const replaced = (await cli('budget', 'set', key.id, 'day', '2', '--json')).json();
+    expect(
+      replaced.budgets.map((b: { window: string; limit: number; mode: string }) => [
+        b.window,
+        b.limit,
+        b.mode,
+      ]),
+    ).toEqual([
+      ['minute', 0.2, 'soft'],
+      ['day', 2, 'hard'],
+    ]);
+    expect((await cli('budget', 'rm', key.id, 'minute', '--json')).json().budgets).toHaveLength(1);
+
+    const monthly = (await cli('budget', 'set', project.id, 'month', '100', '--json')).json();
+    expect(monthly).toMatchObject({
+      id: project.id,
+      keyCount: 1,
+      budgets: [{ window: 'month', limit: 100 }],
+    });
+    expect((await cli('project', 'show', project.id)).stdout).toContain(
+      'budget month (hard): 0 of 100 spent',
+    );
+    expect((await cli('project', 'list', '--json')).json().projects).toHaveLength(1);
+
+    // Refusals: an unknown window, a limit ≤ 0, a budget not there, a project with keys, unknown ids.
+    const window = await cli('budget', 'set', key.id, 'fortnight', '1');
+    expect([window.code, window.stderr]).toEqual([2, 'window: must be minute, hour, day, week or month\n']);
+    expect((await cli('budget', 'set', key.id, 'day', '0')).stderr).toBe('limit: must be more than 0\n');
+    expect((await cli('budget', 'rm', key.id, 'week')).stderr).toBe(`${key.id} has no week budget\n`);
+    const busy = await cli('project', 'delete', project.id);
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toContain('error 40001 (invalid_request): the project has 1 key');
+    expect((await cli('project', 'show', 'prj_nope')).stderr).toContain('error 40400');
+    expect((await cli('budget', 'set', 'key_nope', 'day', '1')).stderr).toContain('error 40400');
+    expect((await cli('create', '--name', 'x', '--credits', '1', '--project', 'prj_nope')).stderr).toContain(
+      'projectId: no project with id "prj_nope"',
+    );
+    expect((await cli('project', 'frobnicate')).code).toBe(2);
+  });
+
   it('prints a usage series with --series, and refuses a bad step', async () => {
     const key = (
       await cli('create', '--name', 'svc', '--credits', '5', '--route', 'default', '--json')

@@ -1,25 +1,34 @@
 import { parseArgs } from 'node:util';
 import {
   AdjustCreditsBody,
+  type BudgetState,
   type Calibration,
   CalibrationQuery,
   CreateKeyBody,
+  CreateProjectBody,
   KeyListQuery,
   type KeyObject,
+  PatchProjectBody,
+  type ProjectObject,
   parseAdminInput,
   UsageQuery,
   UsageSeriesQuery,
 } from '@decision-gateway/contract';
+import { createBudgetService } from '../budgets/budget-service.ts';
 import { loadConfig, loadDotEnv } from '../config/environment.ts';
 import { createKeyService, type KeyResult } from '../keys/key-service.ts';
 import { createOutcomes, escalatingRoutes } from '../outcomes/outcome-service.ts';
 import { openStore } from '../store/open-store.ts';
 import { createUsageReports } from '../usage/reports.ts';
 
+/** The CLI runs no requests: a hold older than this is surely a crashed process's, and counts nowhere in what it shows. */
+const CLI_STALE_AFTER_MS = 10 * 60_000;
+
 const USAGE = `Usage: pnpm keys <command> [options]
 
 Commands (they act on the configured database directly, like the admin API):
   create --name NAME (--credits N | --unlimited) [--expires-at ISO-8601] [--rate-limit N] [--route NAME]
+         [--project ID]
   list [--limit N] [--cursor C] [--all]   (newest first; --all follows every page)
   show ID
   credits ID AMOUNT          (negative AMOUNT removes credits)
@@ -27,6 +36,10 @@ Commands (they act on the configured database directly, like the admin API):
   usage ID [--limit N | --series minute|hour|day [--from ISO-8601]]
   calibration [--from ISO-8601] [--to ISO-8601] [--route R] [--upstream U] [--type choice|score|noul]
               [--key ID] [--target 0.9]   (how right each upstream was, and escalation advice)
+  budget set KEY-OR-PROJECT-ID WINDOW LIMIT [--soft]   (WINDOW: minute, hour, day, week or month)
+  budget rm KEY-OR-PROJECT-ID WINDOW
+  project create NAME | project list | project show ID | project delete ID
+  (a key joins a project with: create … --project ID)
 
 Options:
   --json                     print JSON instead of text
@@ -60,7 +73,8 @@ export async function runKeysCli(
     return 1;
   }
   const store = await openStore(loaded.config.database);
-  const keys = createKeyService(store, Date.now, Object.keys(loaded.config.gateway.routes));
+  const budgets = createBudgetService(store, Date.now, CLI_STALE_AFTER_MS);
+  const keys = createKeyService(store, Date.now, Object.keys(loaded.config.gateway.routes), budgets);
   const reports = createUsageReports(store);
   const outcomes = createOutcomes({
     store,
@@ -81,6 +95,35 @@ export async function runKeysCli(
     return 2;
   };
 
+  /**
+   * One budget of a key (`key_…`) or a project (`prj_…`) set or removed: the holder's list is read,
+   * changed at that window and written back whole, through the same rules as the admin API.
+   */
+  const setBudget = async (
+    id: string,
+    change: { window: string; limit?: number; mode?: 'hard' | 'soft'; remove?: true },
+  ): Promise<number> => {
+    const project = id.startsWith('prj_');
+    const current = project ? await budgets.getProject(id) : await keys.get(id);
+    if (!current.ok) return print(current, () => '');
+    const others = current.value.budgets
+      .filter((b) => b.window !== change.window)
+      .map(({ window, limit, mode }) => ({ window, limit, mode }));
+    if (change.remove && others.length === current.value.budgets.length)
+      return invalid(`${id} has no ${change.window} budget`);
+    const listed = change.remove
+      ? others
+      : [...others, { window: change.window, limit: change.limit, mode: change.mode }];
+    const body = parseAdminInput(PatchProjectBody, { budgets: listed });
+    if (!body.ok) return invalid(body.error.message.replace(/^budgets\.\d+\./, ''));
+    const updated = project
+      ? await budgets.patchProject(id, { budgets: body.value.budgets ?? [] })
+      : await keys.patch(id, { budgets: body.value.budgets ?? [] });
+    return print(updated as KeyResult<KeyObject | ProjectObject>, (holder) =>
+      'keyCount' in holder ? `${describeProject(holder)}\n` : `${describeKey(holder)}\n`,
+    );
+  };
+
   try {
     switch (command) {
       case 'create': {
@@ -94,6 +137,7 @@ export async function runKeysCli(
           ...(values['expires-at'] !== undefined && { expiresAt: values['expires-at'] }),
           ...(values['rate-limit'] !== undefined && { rateLimitPerMinute: Number(values['rate-limit']) }),
           ...(values.route !== undefined && { route: values.route }),
+          ...(values.project !== undefined && { projectId: values.project }),
         });
         if (!body.ok) return invalid(body.error.message);
         return print(
@@ -191,6 +235,33 @@ export async function runKeysCli(
         if (!query.ok) return invalid(query.error.message);
         return print(await outcomes.calibration(query.value), describeCalibration);
       }
+      case 'budget': {
+        const [action, id, window, limit] = args;
+        if (action === 'set' && args.length === 4 && id && window && limit !== undefined)
+          return await setBudget(id, { window, limit: Number(limit), mode: values.soft ? 'soft' : 'hard' });
+        if (action === 'rm' && args.length === 3 && id && window)
+          return await setBudget(id, { window, remove: true });
+        return invalid(
+          'usage: pnpm keys budget set ID WINDOW LIMIT [--soft] | pnpm keys budget rm ID WINDOW',
+        );
+      }
+      case 'project': {
+        const [action, arg] = args;
+        if (action === 'create' && args.length === 2) {
+          const body = parseAdminInput(CreateProjectBody, { name: arg });
+          if (!body.ok) return invalid(body.error.message);
+          return print(await budgets.createProject(body.value), (p) => `${describeProject(p)}\n`);
+        }
+        if (action === 'list' && args.length === 1)
+          return print(await budgets.listProjects(), ({ projects }) =>
+            projects.length === 0 ? 'no projects\n' : `${projects.map(describeProject).join('\n\n')}\n`,
+          );
+        if (action === 'show' && args.length === 2)
+          return print(await budgets.getProject(arg as string), (p) => `${describeProject(p)}\n`);
+        if (action === 'delete' && args.length === 2)
+          return print(await budgets.deleteProject(arg as string), (p) => `deleted ${p.id}  ${p.name}\n`);
+        return invalid('usage: pnpm keys project create NAME | list | show ID | delete ID');
+      }
       default:
         return invalid(`unknown command "${command}"\n\n${USAGE}`);
     }
@@ -223,6 +294,8 @@ function parse(argv: string[]) {
       key: { type: 'string' },
       target: { type: 'string' },
       cursor: { type: 'string' },
+      project: { type: 'string' },
+      soft: { type: 'boolean' },
       all: { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -248,7 +321,23 @@ function describeKey(key: KeyObject): string {
     `  route: ${key.route ?? 'default'}`,
     `  status: ${status}`,
     `  created ${key.createdAt}, last used ${key.lastUsedAt ?? 'never'}`,
+    ...(key.projectId === null ? [] : [`  project: ${key.projectId}`]),
+    ...key.budgets.map(describeBudget),
   ].join('\n');
+}
+
+function describeProject(project: ProjectObject): string {
+  return [
+    `${project.id}  ${project.name}`,
+    `  keys: ${project.keyCount}`,
+    `  created ${project.createdAt}`,
+    ...project.budgets.map(describeBudget),
+  ].join('\n');
+}
+
+/** `  budget day (hard): 0.3 of 1 spent, 0.7 left, resets 2026-11-27T00:00:00.000Z` */
+function describeBudget(b: BudgetState): string {
+  return `  budget ${b.window} (${b.mode}): ${b.spent} of ${b.limit} spent, ${b.remaining} left, resets ${b.resetsAt}`;
 }
 
 /** The calibration report as a table, then the advice, one line each. */
