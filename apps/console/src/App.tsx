@@ -6,6 +6,7 @@ import { KeyPage } from './KeyPage.tsx';
 import { Keys } from './Keys.tsx';
 import { Overview } from './Overview.tsx';
 import { Playground } from './Playground.tsx';
+import { Projects } from './Projects.tsx';
 import { Quality } from './Quality.tsx';
 import { Upstreams } from './Upstreams.tsx';
 
@@ -13,6 +14,7 @@ import { Upstreams } from './Upstreams.tsx';
 const PAGES = [
   { hash: '#/', name: 'Overview' },
   { hash: '#/keys', name: 'Keys' },
+  { hash: '#/projects', name: 'Projects' },
   { hash: '#/upstreams', name: 'Upstreams' },
   { hash: '#/playground', name: 'Playground' },
   { hash: '#/quality', name: 'Quality' },
@@ -60,6 +62,8 @@ export function App() {
         <KeyPage id={decodeURIComponent(keyId)} />
       ) : page === 'Keys' ? (
         <Keys />
+      ) : page === 'Projects' ? (
+        <Projects />
       ) : page === 'Upstreams' ? (
         <Upstreams />
       ) : page === 'Playground' ? (

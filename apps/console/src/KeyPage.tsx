@@ -1,6 +1,7 @@
 import type { KeyObject, UsageReport, UsageSeries } from '@decision-gateway/contract';
 import { type FormEvent, useCallback, useEffect, useRef, useState } from 'react';
 import { AdminError, admin } from './api.ts';
+import { Budgets } from './Budgets.tsx';
 import { RANGES, type Range, rangeStart } from './chart-data.ts';
 import { Field } from './Field.tsx';
 import { RangeButtons, UsageCharts } from './UsageCharts.tsx';
@@ -44,6 +45,13 @@ export function KeyPage({ id }: { id: string }) {
         {key.revokedAt ? `revoked ${key.revokedAt}` : 'active'}
       </p>
       <KeyActions keyObject={key} onChange={setKey} />
+      <h3>Budgets</h3>
+      {key.projectId !== null && (
+        <p>
+          In project <code>{key.projectId}</code> (<a href="#/projects">its budgets</a>).
+        </p>
+      )}
+      <Budgets budgets={key.budgets} holder={key.name} />
       <h3>Usage</h3>
       <RangeButtons range={range} onChange={setRange} />
       <UsageCharts series={series} />

@@ -1,6 +1,7 @@
-import type { UsageFigures, UsageSeries, UsageSummary } from '@decision-gateway/contract';
+import type { BudgetState, UsageFigures, UsageSeries, UsageSummary } from '@decision-gateway/contract';
 import { type ReactNode, useEffect, useState } from 'react';
 import { AdminError, admin } from './api.ts';
+import { BudgetBar, pastEightyPercent, sharePercent } from './Budgets.tsx';
 import { RANGES, type Range, rangeStart } from './chart-data.ts';
 import { RangeButtons, UsageCharts } from './UsageCharts.tsx';
 
@@ -45,6 +46,7 @@ export function Overview() {
             <CacheShare totals={summary.totals} />
           </p>
           <UsageCharts series={series} />
+          <BudgetsPastEighty />
           <FiguresTable
             title="By route"
             first="Route"
@@ -71,6 +73,61 @@ export function Overview() {
         </>
       ) : (
         !error && <p>Loading…</p>
+      )}
+    </section>
+  );
+}
+
+/** Every budget of a key or project past 80% of its limit (docs/budgets.md), fullest first. */
+function BudgetsPastEighty() {
+  const [rows, setRows] = useState<{ holder: string; href: string; budget: BudgetState }[]>();
+  useEffect(() => {
+    let current = true;
+    Promise.all([admin.keysForBudgets(), admin.listProjects()]).then(
+      ([keys, projects]) => {
+        if (!current) return;
+        const held = [
+          ...keys.keys.map((k) => ({
+            holder: `key ${k.name}`,
+            href: `#/keys/${encodeURIComponent(k.id)}`,
+            budgets: k.budgets,
+          })),
+          ...projects.projects.map((p) => ({
+            holder: `project ${p.name}`,
+            href: '#/projects',
+            budgets: p.budgets,
+          })),
+        ];
+        setRows(
+          held
+            .flatMap(({ holder, href, budgets }) =>
+              budgets.filter(pastEightyPercent).map((budget) => ({ holder, href, budget })),
+            )
+            .sort((a, b) => sharePercent(b.budget) - sharePercent(a.budget)),
+        );
+      },
+      () => current && setRows([]),
+    );
+    return () => {
+      current = false;
+    };
+  }, []);
+  return (
+    <section aria-labelledby="budgets-heading">
+      <h3 id="budgets-heading">Budgets past 80%</h3>
+      {rows === undefined ? (
+        <p>Loading…</p>
+      ) : rows.length === 0 ? (
+        <p>No budget is past 80% of its limit.</p>
+      ) : (
+        <ul className="budgets">
+          {rows.map(({ holder, href, budget }) => (
+            <li key={`${holder} ${budget.window}`}>
+              <a href={href}>{holder}</a>{' '}
+              <BudgetBar budget={budget} label={`${holder}: ${budget.window} budget`} />
+            </li>
+          ))}
+        </ul>
       )}
     </section>
   );

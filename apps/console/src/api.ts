@@ -1,9 +1,12 @@
 import type {
+  BudgetSpec,
   Calibration,
   CreatedKey,
   CreatedToken,
   KeyList,
   KeyObject,
+  ProjectList,
+  ProjectObject,
   UpstreamHealth,
   UsageReport,
   UsageSeries,
@@ -63,6 +66,13 @@ export const admin = {
   summary: (from: string) => call<UsageSummary>('GET', `/admin/usage/summary?from=${from}`),
   calibration: (target: number) => call<Calibration>('GET', `/admin/calibration?target=${target}`),
   upstreams: () => call<UpstreamHealth>('GET', '/admin/upstreams'),
+  /** Projects and budgets (docs/budgets.md). */
+  listProjects: () => call<ProjectList>('GET', '/admin/projects'),
+  createProject: (name: string) => call<ProjectObject>('POST', '/admin/projects', { name }),
+  setProjectBudgets: (id: string, budgets: BudgetSpec[]) =>
+    call<ProjectObject>('PATCH', `/admin/projects/${encodeURIComponent(id)}`, { budgets }),
+  /** The keys the Overview looks through for budgets past 80% (the first 1000). */
+  keysForBudgets: () => call<KeyList>('GET', '/admin/keys?limit=1000'),
   mintToken: (id: string, origin: string) =>
     call<CreatedToken>('POST', `/admin/keys/${encodeURIComponent(id)}/tokens`, {
       ttlSeconds: 600,

@@ -273,6 +273,55 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     await page.screenshot({ path: join(SHOTS, 'console-quality.png'), fullPage: true });
   });
 
+  it('creates a project and sets its budget; shows budgets as bars on a key’s page, the Projects page and, past 80%, the Overview', async () => {
+    await page.goto(`${url}/console#/`);
+    await page.getByRole('link', { name: 'Projects' }).click();
+    await page.getByRole('heading', { name: 'Projects', exact: true }).waitFor();
+    await page.getByLabel('Project name').fill('support team');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    await page.getByRole('heading', { name: 'support team' }).waitFor();
+    await page.getByLabel('Window').selectOption('hour');
+    await page.getByLabel('Limit (credits)').fill('40');
+    await page.getByRole('button', { name: 'Set budget' }).click();
+    await page.getByRole('meter', { name: 'support team: hour budget' }).waitFor();
+    const [project] = await store.listProjects();
+    if (!project) throw new Error('the project was not created');
+    expect(await store.budgets({ kind: 'project', id: project.id }, Date.now(), 0)).toEqual([
+      { window: 'hour', limitMicro: 40_000_000, mode: 'hard', spentMicro: 0 },
+    ]);
+
+    // A key of the project with a soft day budget it spends past 80% of in one request.
+    const created = await (
+      await fetch(`${url}/admin/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          name: 'budgeted',
+          credits: 10,
+          projectId: project.id,
+          budgets: [{ window: 'day', limit: 0.01, mode: 'soft' }],
+        }),
+      })
+    ).json();
+    const asked = await fetch(`${url}/v1/systemone`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${created.data.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(REQUEST),
+    });
+    expect(asked.status).toBe(200);
+
+    await page.goto(`${url}/console#/`);
+    await page.reload();
+    await page.getByRole('heading', { name: 'Budgets past 80%' }).waitFor();
+    const meter = page.getByRole('meter', { name: 'key budgeted: day budget' });
+    await meter.waitFor();
+    expect(Number(await meter.getAttribute('value'))).toBeCloseTo(0.01, 6);
+    await page.getByRole('link', { name: 'key budgeted' }).click();
+    await page.getByRole('heading', { name: 'Budgets' }).waitFor();
+    await page.getByRole('meter', { name: 'budgeted: day budget' }).waitFor();
+    await page.screenshot({ path: join(SHOTS, 'console-budgets.png'), fullPage: true });
+  });
+
   it('does not scroll sideways at 375 px', async () => {
     await page.setViewportSize({ width: 375, height: 800 });
     for (const [target, heading, table] of [
