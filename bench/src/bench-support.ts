@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { BudgetSpec } from '@decision-gateway/contract';
 import { createKeyService, openPostgresStore, openSqliteStore, type Store } from '@decision-gateway/gateway';
 import postgres from 'postgres';
 import { repoRoot } from './processes.ts';
@@ -10,14 +11,23 @@ export async function createBenchKey(path: string): Promise<string> {
 }
 
 /** `count` keys with ample credits in the SQLite file at `path` (or a PostgreSQL URL). */
-export async function createBenchKeys(path: string, count: number): Promise<string[]> {
+export async function createBenchKeys(
+  path: string,
+  count: number,
+  /** Budgets on each key (docs/budgets.md). */
+  budgets?: BudgetSpec[],
+): Promise<string[]> {
   const store: Store = path.startsWith('postgres')
     ? await openPostgresStore(path, { poolSize: 1 })
     : openSqliteStore(path);
   try {
     const keys: string[] = [];
     for (let i = 0; i < count; i++) {
-      const created = await createKeyService(store).create({ name: `bench ${i}`, credits: 1_000_000_000 });
+      const created = await createKeyService(store).create({
+        name: `bench ${i}`,
+        credits: 1_000_000_000,
+        ...(budgets && { budgets }),
+      });
       if (!created.ok) throw new Error(created.error.message);
       keys.push(created.value.key);
     }

@@ -18,6 +18,12 @@ const SEQUENTIAL_REQUESTS = Number(process.env.BENCH_SEQUENTIAL_REQUESTS ?? 3000
 const LEAK_WARMUP_REQUESTS = Math.ceil(LEAK_REQUESTS / 5);
 /** The load spread over this many keys, in the "64 keys" rows. */
 const SPREAD_KEYS = 64;
+/** Three hard budgets no bench request reaches (docs/budgets.md). */
+const THREE_BUDGETS = (['minute', 'hour', 'day'] as const).map((window) => ({
+  window,
+  limit: 100_000_000,
+  mode: 'hard' as const,
+}));
 /**
  * BENCH_ONLY=name,name: measure only the targets whose names contain one of these (the baseline
  * relay always, for the ratios), and write nothing: for trying a change. Bars need every row.
@@ -133,6 +139,9 @@ async function main() {
     // A real key with ample credits, so reservations and debits happen as in production. The
     // relay with accounting gets its own database file and key, so no process shares a WAL.
     const [apiKey, ...restKeys] = await createBenchKeys(join(dir, 'gateway.db'), 1 + SPREAD_KEYS);
+    // A key with three hard budgets (docs/budgets.md), limits no request reaches: what checking and
+    // counting them costs. The same on PostgreSQL below.
+    const [budgetedKey] = await createBenchKeys(join(dir, 'gateway.db'), 1, THREE_BUDGETS);
     const auth = { authorization: `Bearer ${apiKey}` };
     const relayKey = await createBenchKey(join(dir, 'relay.db'));
     const storeRelay = await started('relay + store', 'bench/src/baseline-relay.ts', {
@@ -196,6 +205,7 @@ async function main() {
     // The multi-instance store: PostgreSQL with Redis rate limits (a limit high enough never to
     // refuse, so the Redis script runs on every request as in production).
     const [pgKey, ...pgKeys] = await createBenchKeys(database.url, 1 + SPREAD_KEYS);
+    const [pgBudgetedKey] = await createBenchKeys(database.url, 1, THREE_BUDGETS);
     const pgEnv = {
       ...gatewayEnv,
       DATABASE_URL: database.url,
@@ -262,6 +272,13 @@ async function main() {
         headers: { authorization: `Bearer ${sampledKey}` },
         body,
       },
+      {
+        name: 'gateway REST 3 budgets',
+        server: gateway,
+        url: `${gateway.url}/v1/systemone`,
+        headers: { authorization: `Bearer ${budgetedKey}` },
+        body,
+      },
       { name: 'gateway tRPC', server: gateway, url: trpcCall.url, headers: auth, body: trpcCall.body },
       {
         name: 'gateway OpenAI door',
@@ -291,6 +308,13 @@ async function main() {
         server: pgGateway,
         url: `${pgGateway.url}/v1/systemone`,
         headers: pgAuth,
+        body,
+      },
+      {
+        name: 'gateway PG+Redis 3 budgets',
+        server: pgGateway,
+        url: `${pgGateway.url}/v1/systemone`,
+        headers: { authorization: `Bearer ${pgBudgetedKey}` },
         body,
       },
       {
@@ -448,6 +472,16 @@ function buildReport(
           ratio(`gateway REST ${SPREAD_KEYS} keys`, 64).rps >=
         0.6,
     },
+    budgetsVsRestAt64: {
+      value: ratio('gateway REST 3 budgets', 64).rps / ratio('gateway REST', 64).rps,
+      bar: '≥ 0.9',
+      met: ratio('gateway REST 3 budgets', 64).rps / ratio('gateway REST', 64).rps >= 0.9,
+    },
+    postgresBudgetsAt64: {
+      value: ratio('gateway PG+Redis 3 budgets', 64).rps / ratio('gateway PG+Redis', 64).rps,
+      bar: '≥ 0.9',
+      met: ratio('gateway PG+Redis 3 budgets', 64).rps / ratio('gateway PG+Redis', 64).rps >= 0.9,
+    },
     postgresAddedP50At1Ms: {
       value: ratio('gateway PG+Redis', 1).p50 - ratio('gateway REST', 1).p50,
       bar: '≤ 1.5 ms',
@@ -510,6 +544,8 @@ function renderTable(report: Report): string {
     `| OpenAI door vs REST throughput (the same 3 questions), c=64 | ${report.targets.openAiVsRestAt64.value.toFixed(2)}× | ${report.targets.openAiVsRestAt64.bar} | ${yes(report.targets.openAiVsRestAt64.met)} |`,
     `| REST traced (every request, OTLP/protobuf) vs untraced throughput, c=64 | ${report.targets.tracedVsRestAt64.value.toFixed(2)}× | ${report.targets.tracedVsRestAt64.bar} | ${yes(report.targets.tracedVsRestAt64.met)} |`,
     `| REST traced at 10% (parentbased_traceidratio 0.1) vs untraced throughput, c=64 | ${report.targets.sampledVsRestAt64.value.toFixed(2)}× | ${report.targets.sampledVsRestAt64.bar} | ${yes(report.targets.sampledVsRestAt64.met)} |`,
+    `| REST with three hard budgets on the key vs without, SQLite, c=64 | ${report.targets.budgetsVsRestAt64.value.toFixed(2)}× | ${report.targets.budgetsVsRestAt64.bar} | ${yes(report.targets.budgetsVsRestAt64.met)} |`,
+    `| REST with three hard budgets on the key vs without, PostgreSQL + Redis, c=64 | ${report.targets.postgresBudgetsAt64.value.toFixed(2)}× | ${report.targets.postgresBudgetsAt64.bar} | ${yes(report.targets.postgresBudgetsAt64.met)} |`,
     `| PostgreSQL + Redis vs SQLite throughput, one key, c=64 | ${report.targets.postgresVsSqliteAt64.value.toFixed(2)}× | ${report.targets.postgresVsSqliteAt64.bar} | ${yes(report.targets.postgresVsSqliteAt64.met)} |`,
     `| PostgreSQL + Redis vs SQLite throughput, ${SPREAD_KEYS} keys, c=64 | ${report.targets.postgresVsSqliteSpreadAt64.value.toFixed(2)}× | ${report.targets.postgresVsSqliteSpreadAt64.bar} | ${yes(report.targets.postgresVsSqliteSpreadAt64.met)} |`,
     `| PostgreSQL + Redis added p50 over SQLite, c=1 | ${report.targets.postgresAddedP50At1Ms.value.toFixed(2)} ms | ${report.targets.postgresAddedP50At1Ms.bar} | ${yes(report.targets.postgresAddedP50At1Ms.met)} |`,
