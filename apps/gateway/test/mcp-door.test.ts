@@ -239,6 +239,24 @@ describe('the MCP door, through the official MCP SDK', () => {
     await agent.client.close();
   });
 
+  it('refuses a decision a hard budget cannot take (40202) as a tool result, with its wait', async () => {
+    const metered = await gw.keys.create({
+      name: 'metered agent',
+      credits: 100,
+      budgets: [{ window: 'day', limit: 0.000001, mode: 'hard' }],
+    });
+    if (!metered.ok) throw new Error(metered.error.message);
+    const agent = await connect(gw, metered.value.key);
+    const refused = await agent.client.callTool({
+      name: 'decide',
+      arguments: { state: STATE, questions: { refund: REFUND } },
+    });
+    expect(refusal(refused)).toMatchObject({ code: 40202, type: 'budget_exceeded' });
+    expect(refusal(refused).message).toContain(`the key ${metered.value.id}'s day budget`);
+    expect(text(refused)).toMatch(/\nretry after \d+ s\n/);
+    await agent.client.close();
+  });
+
   it('an unknown tool is the protocol’s own error', async () => {
     await expect(mcp.client.callTool({ name: 'guess', arguments: {} })).rejects.toThrow(
       /no tool named "guess"/,
