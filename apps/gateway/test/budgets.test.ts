@@ -6,9 +6,9 @@ import {
   bearer,
   get,
   post,
-  type Sent,
   sampleRequest,
   scriptedUpstream,
+  send as sendTo,
   startGateway,
   type TestGateway,
 } from './harness.ts';
@@ -30,20 +30,8 @@ function tenthOfACredit() {
   );
 }
 
-async function send(gw: TestGateway, method: string, path: string, body?: unknown): Promise<Sent> {
-  const response = await fetch(`${gw.url}${path}`, {
-    method,
-    headers: { ...admin, ...(body !== undefined && { 'content-type': 'application/json' }) },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return {
-    status: response.status,
-    headers: response.headers,
-    text,
-    body: text ? JSON.parse(text) : undefined,
-  };
-}
+const send = (gw: TestGateway, method: string, path: string, body?: unknown) =>
+  sendTo(gw.url, method, path, body, admin);
 
 const ask = (gw: TestGateway, key: string, body = sampleRequest()) =>
   post(gw.url, '/v1/systemone', body, bearer(key));

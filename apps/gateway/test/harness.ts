@@ -178,6 +178,22 @@ export async function post(
   return sent(response);
 }
 
+/** Any method, with a JSON body or none (admin PATCH and DELETE). */
+export async function send(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Sent> {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { ...headers, ...(body !== undefined && { 'content-type': 'application/json' }) },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  return sent(response);
+}
+
 export async function get(base: string, path: string, headers: Record<string, string> = {}): Promise<Sent> {
   return sent(await fetch(`${base}${path}`, { headers }));
 }

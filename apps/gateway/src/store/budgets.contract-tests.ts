@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newKey, type StoreFixture, usageEntry } from './store.contract-tests.ts';
+import { newKey, type StoreFixture, usageEntry, withFixture } from './store.contract-tests.ts';
 import type { Budget, BudgetEvent, BudgetHolder, Store } from './store.ts';
 
 /**
@@ -40,14 +40,7 @@ async function spent(store: Store, holder: BudgetHolder, now: number) {
 
 export function budgetContract(name: string, open: () => Promise<StoreFixture>) {
   describe(`Store contract, budgets and projects: ${name}`, () => {
-    async function withStore(run: (fixture: StoreFixture) => Promise<void>) {
-      const fixture = await open();
-      try {
-        await run(fixture);
-      } finally {
-        await fixture.cleanup();
-      }
-    }
+    const withStore = (run: (fixture: StoreFixture) => Promise<void>) => withFixture(open, run);
 
     it('keeps projects: created, listed newest first, renamed, counting their keys, deleted only empty', () =>
       withStore(async ({ store }) => {

@@ -93,16 +93,22 @@ function newToken(keyId: string, overrides: Partial<NewToken> = {}): NewToken {
   };
 }
 
+/** Runs a test on a fresh fixture, and cleans it up whatever happens. */
+export async function withFixture(
+  open: () => Promise<StoreFixture>,
+  run: (fixture: StoreFixture) => Promise<void>,
+) {
+  const fixture = await open();
+  try {
+    await run(fixture);
+  } finally {
+    await fixture.cleanup();
+  }
+}
+
 export function storeContract(name: string, open: () => Promise<StoreFixture>) {
   describe(`Store contract: ${name}`, () => {
-    async function withStore(run: (fixture: StoreFixture) => Promise<void>) {
-      const fixture = await open();
-      try {
-        await run(fixture);
-      } finally {
-        await fixture.cleanup();
-      }
-    }
+    const withStore = (run: (fixture: StoreFixture) => Promise<void>) => withFixture(open, run);
 
     it('creates keys, finds them by hash only, and counts them', () =>
       withStore(async ({ store }) => {

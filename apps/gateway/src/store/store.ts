@@ -325,6 +325,19 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/** What each store's budgets module implements (docs/budgets.md); reserve and settle apply budgets too. */
+export type BudgetMethods = Pick<
+  Store,
+  | 'createProject'
+  | 'listProjects'
+  | 'getProject'
+  | 'renameProject'
+  | 'deleteProject'
+  | 'setKeyProject'
+  | 'setBudgets'
+  | 'budgets'
+>;
+
 /** A page from `limit + 1` rows, newest first: the extra row only says that a next page exists. */
 export function pageOf(keys: KeyRecord[], limit: number): KeyPage {
   if (keys.length <= limit) return { keys, next: null };

@@ -9,23 +9,11 @@ import {
 } from '../budget-rows.ts';
 import { readBudgets } from '../budget-rules.ts';
 import { type KeyRow, toKey } from '../rows.ts';
-import type { BudgetEvent, Store } from '../store.ts';
+import type { BudgetEvent, BudgetMethods } from '../store.ts';
 import type { Sql } from './client.ts';
 import type { BudgetEventRow } from './step-batcher.ts';
 
 type Call = <T>(what: string, run: () => Promise<T>, idempotent?: boolean) => Promise<T>;
-
-type BudgetMethods = Pick<
-  Store,
-  | 'createProject'
-  | 'listProjects'
-  | 'getProject'
-  | 'renameProject'
-  | 'deleteProject'
-  | 'setKeyProject'
-  | 'setBudgets'
-  | 'budgets'
->;
 
 /**
  * Projects and budgets (docs/budgets.md) on PostgreSQL: what operators set and read. The request

@@ -1,4 +1,4 @@
-import { addRecordSql, PENDING_COLUMNS, pendingRollupsSql } from '../rollups.ts';
+import { RELEASED_FUNCTIONS } from './released-functions.ts';
 
 /**
  * The current definition of every PostgreSQL function the store calls, in one place. Migrations
@@ -13,16 +13,10 @@ const BUDGETS_OF = `(b.holder = p_key OR b.holder = v_project)`;
 /** A budget row's spend in the current window, whose start the step carries (budgets/windows.ts). */
 const SPENT_NOW = `CASE WHEN b.window_start = (p_starts->>b.period)::bigint THEN b.spent_micro ELSE 0 END`;
 
+/** Functions not changed since migration 6 are its released texts; the others are defined here. */
 export const FUNCTIONS = {
   // What a capped token can still spend beside its live reservations; NULL when uncapped.
-  dg_token_left: `CREATE OR REPLACE FUNCTION dg_token_left(p_token text, p_stale_before bigint) RETURNS bigint
-LANGUAGE sql STABLE AS $fn$
-  SELECT t.max_credits_micro
-         - (SELECT COALESCE(SUM(u.credits_micro), 0) FROM usage_records u WHERE u.token_id = p_token)
-         - (SELECT COALESCE(SUM(r.amount_micro), 0) FROM reservations r
-            WHERE r.token_id = p_token AND r.created_at >= p_stale_before)
-  FROM tokens t WHERE t.id = p_token
-$fn$;`,
+  dg_token_left: RELEASED_FUNCTIONS.dg_token_left,
 
   // What the live holds of a project's keys hold.
   dg_project_held: `CREATE OR REPLACE FUNCTION dg_project_held(p_project text, p_stale_before bigint) RETURNS bigint
@@ -245,55 +239,11 @@ BEGIN
 END
 $fn$;`,
 
-  dg_flush_rollups: `CREATE OR REPLACE FUNCTION dg_flush_rollups() RETURNS void LANGUAGE plpgsql AS $fn$
-BEGIN
-  ${pendingRollupsSql('usage_totals')};
-  ${pendingRollupsSql('usage_rollups')};
-  DELETE FROM dg_pending_rollups WHERE tx = txid_current();
-  PERFORM set_config('dg.batch', 'off', true);
-END
-$fn$;`,
+  dg_flush_rollups: RELEASED_FUNCTIONS.dg_flush_rollups,
 
-  dg_rollup_record: `CREATE OR REPLACE FUNCTION dg_rollup_record() RETURNS trigger LANGUAGE plpgsql AS $fn$
-BEGIN
-  IF TG_OP = 'UPDATE' THEN
-    IF EXISTS (SELECT 1 FROM usage_rollup_backfill b WHERE OLD.id BETWEEN b.next_id AND b.last_id) THEN
-      RETURN NULL;
-    END IF;
-  END IF;
-  IF current_setting('dg.batch', true) = 'on' THEN
-    IF TG_OP = 'UPDATE' THEN
-      INSERT INTO dg_pending_rollups (${PENDING_COLUMNS}, sign)
-      SELECT ${PENDING_COLUMNS.split(', ')
-        .map((c) => `OLD.${c}`)
-        .join(', ')}, -1;
-    END IF;
-    INSERT INTO dg_pending_rollups (${PENDING_COLUMNS}, sign)
-    SELECT ${PENDING_COLUMNS.split(', ')
-      .map((c) => `NEW.${c}`)
-      .join(', ')}, 1;
-    RETURN NULL;
-  END IF;
-  IF TG_OP = 'UPDATE' THEN
-    ${addRecordSql('postgres', 'usage_totals', 'OLD', -1)};
-    ${addRecordSql('postgres', 'usage_rollups', 'OLD', -1)};
-  END IF;
-  ${addRecordSql('postgres', 'usage_totals', 'NEW', 1)};
-  ${addRecordSql('postgres', 'usage_rollups', 'NEW', 1)};
-  RETURN NULL;
-END
-$fn$;`,
+  dg_rollup_record: RELEASED_FUNCTIONS.dg_rollup_record,
 
-  dg_keep_decision: `CREATE OR REPLACE FUNCTION dg_keep_decision(p_step jsonb) RETURNS void LANGUAGE plpgsql AS $fn$
-BEGIN
-  IF jsonb_typeof(p_step->'decision') = 'object' THEN
-    INSERT INTO decision_records (request_id, key_id, route, at, reused, questions)
-    VALUES (p_step->>'request', p_step->>'key', p_step->>'route', (p_step->>'at')::bigint,
-            p_step->'decision'->>'reused', p_step->'decision'->>'questions')
-    ON CONFLICT (request_id) DO NOTHING;
-  END IF;
-END
-$fn$;`,
+  dg_keep_decision: RELEASED_FUNCTIONS.dg_keep_decision,
 
   // Many reserve, settle and release steps in one statement; a step that reaches the database
   // after its deadline does nothing and says 'late'. Settles and releases keep their decisions.

@@ -1,20 +1,9 @@
 import { windowStarts } from '../../budgets/windows.ts';
 import { type BudgetRow, byWindow, toProject } from '../budget-rows.ts';
 import { capToBudgets, exceededBudgets, readBudgets, spendEvents } from '../budget-rules.ts';
-import type { BudgetEvent, BudgetExceeded, Store } from '../store.ts';
+import { toKey } from '../rows.ts';
+import type { BudgetEvent, BudgetExceeded, BudgetMethods, Store } from '../store.ts';
 import type { SqliteParts } from './parts.ts';
-
-type BudgetMethods = Pick<
-  Store,
-  | 'createProject'
-  | 'listProjects'
-  | 'getProject'
-  | 'renameProject'
-  | 'deleteProject'
-  | 'setKeyProject'
-  | 'setBudgets'
-  | 'budgets'
->;
 
 /**
  * Projects and budgets (docs/budgets.md) on SQLite: what operators set and read, and the steps a
@@ -104,19 +93,7 @@ export function sqliteBudgets({ db, sql, guarded }: SqliteParts) {
   const toKeyOf = (keyId: string) => {
     const row = sql.keyById.get(keyId);
     if (!row) throw new Error(`key ${keyId} vanished inside its own transaction`);
-    return {
-      id: row.id,
-      name: row.name,
-      prefix: row.prefix,
-      creditsMicro: row.credits_micro,
-      rateLimitPerMinute: row.rate_limit_per_minute,
-      route: row.route,
-      createdAt: row.created_at,
-      expiresAt: row.expires_at,
-      revokedAt: row.revoked_at,
-      lastUsedAt: row.last_used_at,
-      projectId: row.project_id,
-    };
+    return toKey(row);
   };
 
   /** Inside a reservation's write: the hard budgets this amount would take past their limits. */
