@@ -52,4 +52,21 @@ describe('the README and docs/', () => {
     }
     expect(broken).toEqual([]);
   });
+
+  // A fence that opens inside an open block would be pasted along with the commands.
+  it.each(PAGES)('%s: every code block closes, and none opens inside another', (page) => {
+    const problems: string[] = [];
+    let open: number | undefined;
+    readFileSync(join(ROOT, page), 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        const fence = /^\s*```(\S*)/.exec(line);
+        if (!fence) return;
+        if (open === undefined) open = i + 1;
+        else if (fence[1] === '') open = undefined;
+        else problems.push(`line ${i + 1}: a fence with a language inside the block opened at line ${open}`);
+      });
+    if (open !== undefined) problems.push(`the block opened at line ${open} never closes`);
+    expect(problems).toEqual([]);
+  });
 });
