@@ -20,8 +20,7 @@ export function createDecisionsUpstream(
     maxQuestions: options.maxQuestions,
     refuses: true,
     tolerance: roundedTolerance,
-    usageBound: (request, bodyBytes) =>
-      byteBound(Object.keys(request.questions).length, bodyBytes, options.maxQuestions),
+    usageBound: (request, bodyBytes) => byteBound(request, bodyBytes, options.maxQuestions),
     async answer({
       request,
       requestId,

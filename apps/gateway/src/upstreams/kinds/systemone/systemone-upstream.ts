@@ -1,21 +1,33 @@
-import { failure, isPlainObject, type Usage } from '@decision-gateway/contract';
+import { type EvaluationRequest, failure, isPlainObject, type Usage } from '@decision-gateway/contract';
 import type { Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
 import type { ResponseFacts } from '../../../telemetry/spans.ts';
 import type { UpstreamHttp } from '../../upstream-http.ts';
 import { usageFacts } from '../fields.ts';
 
+/** What each group carries beside its state and questions: `{"model": …, "state": …, "questions": …}`. */
+const GROUP_ENVELOPE_BYTES = 64;
+
 /**
  * Reservation bound for upstreams that count their own tokens (docs/http-api.md#credits): the
- * body's bytes plus 256 tokens per question, the bytes once per group of questions (each group
- * carries the whole state); output 256 per question, so the bound holds if output is priced.
+ * body's bytes plus 256 tokens per question; output 256 per question, so the bound holds if output
+ * is priced. Asked in groups (more questions than the upstream takes at once), each further group
+ * carries the state again but only its own questions: the body counts once and the state once more
+ * per further group, never the whole body once per group (which grew with the square of the
+ * question count: 400 short questions reserved thousands of credits for a call costing a few). The
+ * state is measured as sent, so a body in another dialect (the OpenAI door's) counts alike.
  */
 export function byteBound(
-  questions: number,
+  request: Pick<EvaluationRequest, 'state' | 'questions'>,
   bodyBytes: number,
   maxQuestions = Number.POSITIVE_INFINITY,
 ): Usage {
-  const groups = Math.max(1, Math.ceil(questions / maxQuestions));
-  return { input_tokens: groups * bodyBytes + 256 * questions, output_tokens: 256 * questions };
+  const count = Object.keys(request.questions).length;
+  const groups = Math.max(1, Math.ceil(count / maxQuestions));
+  const output = 256 * count;
+  if (groups === 1) return { input_tokens: bodyBytes + output, output_tokens: output };
+  // Measured only when grouped.
+  const perGroup = Buffer.byteLength(JSON.stringify(request.state)) + GROUP_ENVELOPE_BYTES;
+  return { input_tokens: bodyBytes + (groups - 1) * perGroup + output, output_tokens: output };
 }
 
 /**
@@ -31,8 +43,7 @@ export function createSystemOneUpstream(
   return {
     name: options.name,
     maxQuestions: options.maxQuestions,
-    usageBound: (request, bodyBytes) =>
-      byteBound(Object.keys(request.questions).length, bodyBytes, options.maxQuestions),
+    usageBound: (request, bodyBytes) => byteBound(request, bodyBytes, options.maxQuestions),
     async answer({ request, requestId, deadlineAt, trace }: UpstreamCall): Promise<UpstreamOutcome> {
       const sent = await http.postJson(
         options.path,
