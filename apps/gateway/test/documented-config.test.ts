@@ -17,6 +17,8 @@ function yamlBlocks(document: string): string[] {
 }
 
 const ENV = {
+  CLOUDFLARE_ACCOUNT_ID: 'acc123',
+  CLOUDFLARE_API_TOKEN: 'cf-x',
   OPENAI_API_KEY: 'sk-x',
   FIREWORKS_API_KEY: 'fw-x',
   FIREWORKS_MODEL: 'accounts/fireworks/models/x',

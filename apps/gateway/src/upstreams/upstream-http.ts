@@ -42,7 +42,22 @@ export interface UpstreamHttpOptions {
   backoff?: BackoffOptions;
   /** Called before each retry (for metrics). */
   onRetry?: () => void;
+  /** For a service that wraps every answer in an envelope of its own (Cloudflare's): how to open it. */
+  envelope?: Envelope | undefined;
 }
+
+/**
+ * How a service's own envelope is opened (docs/upstreams.md#cloudflares-clef): the answer inside, or
+ * what a failure inside means, whatever the HTTP status (a failure may come with a 2xx). A body
+ * that is no envelope is read as usual (undefined).
+ */
+export type Envelope = (status: number, body: unknown) => EnvelopeReading | undefined;
+export type EnvelopeReading =
+  | { kind: 'answer'; body: unknown }
+  /** Not retried; the status says what the gateway makes of it (400 → 40001, else 502). */
+  | { kind: 'refused'; status: number; reason: string }
+  /** Retried like a busy upstream; the status says what it ends as (503 → 50300). */
+  | { kind: 'busy'; status: number; reason: string };
 
 /**
  * An answer's way from the wire to the caller, one shape per thing it means: what one HTTP call
@@ -208,6 +223,25 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
       case 'response': {
         const upstreamRequestId = headerValue(result.headers[options.requestIdHeader]);
         const body = parseJson(result.text);
+        const opened = body && options.envelope?.(result.status, body.value);
+        if (opened?.kind === 'answer')
+          return {
+            ending: { kind: 'answer', status: result.status, body: opened.body, upstreamRequestId },
+            retryable: false,
+          };
+        if (opened?.kind === 'refused')
+          return {
+            ending: { kind: 'refused', status: opened.status, reason: opened.reason, upstreamRequestId },
+            retryable: false,
+          };
+        if (opened?.kind === 'busy') {
+          const asked = retryAfterMs(result.headers);
+          return {
+            ending: { kind: 'exhausted', status: opened.status, reason: opened.reason, retryAfterMs: asked },
+            retryable: true,
+            wait: asked,
+          };
+        }
         if (result.status >= 200 && result.status < 300) {
           if (body === undefined)
             return {

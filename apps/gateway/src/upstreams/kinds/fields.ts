@@ -1,7 +1,7 @@
 import { isPlainObject } from '@decision-gateway/contract';
 import { z } from 'zod';
 import type { ResponseFacts } from '../../telemetry/spans.ts';
-import type { UpstreamHttp } from '../upstream-http.ts';
+import type { Envelope, UpstreamHttp } from '../upstream-http.ts';
 import type { KindContext } from './kind.ts';
 
 /** The defaults every kind shares (docs/upstreams.md): the environment and the file both use these. */
@@ -48,6 +48,8 @@ export interface AnswerLabels {
   requestIdHeader: string;
   /** What an answer's body says of its model and usage (for traces). */
   responseFacts(body: unknown): ResponseFacts;
+  /** The service's own envelope around every answer, where it has one. */
+  envelope?: Envelope | undefined;
 }
 
 /** A remote kind's HTTP client, from its configured fields. */
@@ -60,10 +62,19 @@ export function connect(
     model: string;
   },
   context: KindContext,
-  { requestIdHeader, responseFacts }: AnswerLabels,
+  { requestIdHeader, responseFacts, envelope }: AnswerLabels,
 ): UpstreamHttp {
   const { baseUrl, apiKey, headers, maxRetries, model } = config;
-  return context.http({ baseUrl, apiKey, headers, maxRetries, requestIdHeader, model, responseFacts });
+  return context.http({
+    baseUrl,
+    apiKey,
+    headers,
+    maxRetries,
+    requestIdHeader,
+    model,
+    responseFacts,
+    envelope,
+  });
 }
 
 /**

@@ -17,7 +17,14 @@ export interface KindContext {
   http(
     options: Pick<
       UpstreamHttpOptions,
-      'baseUrl' | 'apiKey' | 'headers' | 'maxRetries' | 'requestIdHeader' | 'model' | 'responseFacts'
+      | 'baseUrl'
+      | 'apiKey'
+      | 'headers'
+      | 'maxRetries'
+      | 'requestIdHeader'
+      | 'model'
+      | 'responseFacts'
+      | 'envelope'
     >,
   ): UpstreamHttp;
 }
