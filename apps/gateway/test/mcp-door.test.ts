@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { failure, QUESTION_EXAMPLES } from '@decision-gateway/contract';
 import { createLexicalUpstream } from '@decision-gateway/questions';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -592,6 +594,36 @@ describe('MCP sessions are bounded', () => {
       await gw.close();
     }
   });
+});
+
+describe('an MCP session keeps no memory per call', () => {
+  // The SDK's transport (1.32.2) kept one entry per answered POST in JSON-response mode for the
+  // session's life (typescript-sdk#2559): about 13 KB a call. patches/ adds the missing cleanup.
+  it('2000 decide calls in one session leave the heap within a few hundred bytes a call', async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const gw = await startGateway();
+    try {
+      const key = await gw.createKey({ credits: null });
+      const agent = await connect(gw, key.key);
+      const ask = () =>
+        agent.client.callTool({
+          name: 'decide',
+          arguments: { state: 'x'.repeat(500), questions: { refund: REFUND } },
+        });
+      for (let i = 0; i < 200; i++) await ask();
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      for (let i = 0; i < 2000; i++) await ask();
+      gc();
+      const perCall = (process.memoryUsage().heapUsed - before) / 2000;
+      // The harness keeps every log line (about 1 KB a request, on every door); the leak was 13 KB.
+      expect(perCall).toBeLessThan(4_000);
+      await agent.client.close();
+    } finally {
+      await gw.close();
+    }
+  }, 120_000);
 });
 
 describe('MCP tool calls take rate-limit tokens; the protocol’s own messages do not', () => {
