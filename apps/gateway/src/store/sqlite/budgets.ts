@@ -129,14 +129,7 @@ export function sqliteBudgets({ db, sql, guarded }: SqliteParts) {
     const capped = capToBudgets(rows, debit, starts, (row) =>
       row.kind === 'key' ? keyHeld : heldBy(row, since),
     );
-    if (capped.debit > 0)
-      for (const row of rows)
-        sql.spend.run({
-          holder: row.holder,
-          period: row.period,
-          start: starts[row.period],
-          debit: capped.debit,
-        });
+    if (capped.debit > 0) sql.spend.run({ ...starts, keyId, projectId, debit: capped.debit });
     return { debit: capped.debit, events: [...capped.events, ...spendEvents(rows, capped.debit, starts)] };
   };
 

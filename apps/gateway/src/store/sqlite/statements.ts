@@ -4,6 +4,12 @@ import { ROLLUP_STEPS_MS } from '../rollups.ts';
 import { KEY_COLUMNS, type KeyRow, TOKEN_AUTH_COLUMNS, type toTokenAuth, type UsageRow } from '../rows.ts';
 import type { KeyAuth } from '../store.ts';
 
+/** The windows' starts a budget statement takes (budgets/windows.ts), by name. */
+type WindowStarts = Record<'minute' | 'hour' | 'day' | 'week' | 'month', number>;
+/** A budget row's current window start, picked from those by its period. */
+const START_OF_PERIOD =
+  "CASE period WHEN 'minute' THEN @minute WHEN 'hour' THEN @hour WHEN 'day' THEN @day WHEN 'week' THEN @week ELSE @month END";
+
 /** Every statement the SQLite store runs on the serving thread, prepared once when it opens. */
 export function prepareStatements(db: Database.Database) {
   return {
@@ -172,13 +178,16 @@ export function prepareStatements(db: Database.Database) {
     keyHeld: db.prepare<{ keyId: string; since: number }, { held: number }>(
       `SELECT COALESCE(SUM(amount_micro), 0) AS held FROM reservations WHERE key_id = @keyId AND created_at >= @since`,
     ),
-    /** A settle's debit in its holder's window: a later window starts again from it; an earlier one counts nowhere. */
-    spend: db.prepare<{ holder: string; period: string; start: number; debit: number }>(
+    /**
+     * A settle's debit in every window of the key's and its project's budgets, in one statement: a
+     * later window starts again from it; an earlier one counts nowhere.
+     */
+    spend: db.prepare<WindowStarts & { keyId: string; projectId: string | null; debit: number }>(
       `UPDATE budgets SET
-       spent_micro = CASE WHEN window_start = @start THEN spent_micro + @debit
-                          WHEN window_start < @start THEN @debit ELSE spent_micro END,
-       window_start = MAX(window_start, @start)
-     WHERE holder = @holder AND period = @period`,
+       spent_micro = CASE WHEN window_start = ${START_OF_PERIOD} THEN spent_micro + @debit
+                          WHEN window_start < ${START_OF_PERIOD} THEN @debit ELSE spent_micro END,
+       window_start = MAX(window_start, ${START_OF_PERIOD})
+     WHERE holder = @keyId OR holder = @projectId`,
     ),
     /** A refunded debit leaves the window it was counted in. */
     unspend: db.prepare<{ holder: string; period: string; start: number; debit: number }>(
