@@ -127,6 +127,8 @@ async function exchange(
       if (evaluation) reports.push(evaluation);
     },
   };
+  // The SDK hands `authInfo` to the tool handlers: the exchange rides along in it. The credential
+  // itself stays in `call` (its `token` field is left empty: the SDK keeps nothing it need not).
   const response = await session.transport.handleRequest(transportRequest(request), {
     parsedBody,
     authInfo: { token: '', clientId: keyId, scopes: [], extra: { call } },
