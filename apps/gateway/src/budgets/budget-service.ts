@@ -108,7 +108,7 @@ export function createBudgetService(
       const deleted = await store.deleteProject(id);
       if (deleted.ok) return { ok: true, value: { ...shown, budgets: [] } };
       if (deleted.code === 'not_found') return { ok: false, error: projectNotFound(id) };
-      const keys = (await store.getProject(id))?.keyCount ?? before.keyCount;
+      const keys = Math.max(1, before.keyCount); // a key may have joined since it was read
       return {
         ok: false,
         error: failure(

@@ -57,24 +57,24 @@ export function spendEvents(rows: readonly BudgetRow[], debit: number, starts: S
   for (const row of rows) {
     if (row.mode !== 'soft') continue;
     const before = spentNow(row, starts);
-    for (const threshold of [0.8, 1] as const) {
-      const line = threshold * row.limitMicro;
-      if (before < line && before + debit >= line)
+    for (const threshold of [0.8, 1] as const)
+      if (!reaches(before, row.limitMicro, threshold) && reaches(before + debit, row.limitMicro, threshold))
         events.push({ kind: 'crossing', holder: holderOf(row), window: row.period, threshold });
-    }
   }
   return events;
 }
+
+/** Whether spend is at or past a share of the limit, in integers (as dg_step_settle compares them). */
+const reaches = (spent: number, limit: number, threshold: 0.8 | 1) =>
+  threshold === 1 ? spent >= limit : spent * 5 >= limit * 4;
 
 /** A holder's budgets as read: spend in the current window plus its live holds. */
 export function readBudgets(rows: readonly BudgetRow[], at: number, held: number): BudgetReading[] {
   const now = windowStarts(at);
   return rows.map((row) => ({
     window: row.period,
-    limitMicro: Number(row.limitMicro),
+    limitMicro: row.limitMicro,
     mode: row.mode,
-    spentMicro:
-      spentNow({ ...row, windowStart: Number(row.windowStart), spentMicro: Number(row.spentMicro) }, now) +
-      held,
+    spentMicro: spentNow(row, now) + held,
   }));
 }

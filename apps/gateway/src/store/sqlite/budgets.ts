@@ -1,31 +1,43 @@
+import type { BudgetWindow } from '@decision-gateway/contract';
 import { windowStarts } from '../../budgets/windows.ts';
 import { type BudgetRow, byWindow, toProject } from '../budget-rows.ts';
 import { capToBudgets, exceededBudgets, readBudgets, spendEvents } from '../budget-rules.ts';
 import { toKey } from '../rows.ts';
-import type { BudgetEvent, BudgetExceeded, BudgetMethods, Store } from '../store.ts';
+import type { Budget, BudgetEvent, BudgetExceeded, BudgetHolder, BudgetMethods } from '../store.ts';
 import type { SqliteParts } from './parts.ts';
 
 /**
  * Projects and budgets (docs/budgets.md) on SQLite: what operators set and read, and the steps a
  * reservation and a settle take inside their own write (so they are as atomic as the credits).
  */
-export function sqliteBudgets({ db, sql, guarded }: SqliteParts) {
+export function sqliteBudgets({ db, sql, guarded, background }: SqliteParts) {
   /** Live holds of a holder: a key's, or every key's of a project. */
   const heldBy = (row: Pick<BudgetRow, 'holder' | 'kind'>, since: number) =>
     row.kind === 'key'
       ? (sql.keyHeld.get({ keyId: row.holder, since })?.held ?? 0)
       : (sql.projectHeld.get({ projectId: row.holder, since })?.held ?? 0);
 
-  const setBudgets = db.transaction(
-    (holder: Parameters<Store['setBudgets']>[0], budgets: Parameters<Store['setBudgets']>[1], at: number) => {
+  /**
+   * A holder's budgets replaced, each seeded with what its holder spent in its window so far. The
+   * long sum (a month of a busy key's records) runs on the background thread, up to the record
+   * `upTo`; the write adds the few recorded since, in the same transaction that makes the rows, so
+   * no debit is missed or counted twice.
+   */
+  const replaceBudgets = db.transaction(
+    (
+      holder: BudgetHolder,
+      budgets: readonly Budget[],
+      starts: Record<BudgetWindow, number>,
+      summed: number[],
+      upTo: number,
+    ) => {
       sql.deleteBudgets.run(holder.id);
-      const starts = windowStarts(at);
-      for (const budget of budgets) {
+      budgets.forEach((budget, i) => {
         const start = starts[budget.window];
-        const spent =
+        const since =
           holder.kind === 'key'
-            ? sql.keySpentSince.get(holder.id, start)?.spent
-            : sql.projectSpentSince.get(holder.id, start)?.spent;
+            ? sql.keySpentAfter.get(upTo, holder.id, start)?.spent
+            : sql.projectSpentAfter.get(upTo, holder.id, start)?.spent;
         sql.insertBudget.run({
           holder: holder.id,
           kind: holder.kind,
@@ -33,11 +45,17 @@ export function sqliteBudgets({ db, sql, guarded }: SqliteParts) {
           limitMicro: budget.limitMicro,
           mode: budget.mode,
           start,
-          spent: spent ?? 0,
+          spent: (summed[i] ?? 0) + (since ?? 0),
         });
-      }
+      });
     },
   );
+
+  const SUM_UP_TO = {
+    key: 'SELECT COALESCE(SUM(credits_micro), 0) AS spent FROM usage_records WHERE id <= ? AND key_id = ? AND at >= ?',
+    project: `SELECT COALESCE(SUM(u.credits_micro), 0) AS spent FROM usage_records u JOIN api_keys k ON k.id = u.key_id
+              WHERE u.id <= ? AND k.project_id = ? AND u.at >= ?`,
+  } as const;
 
   const methods: BudgetMethods = {
     async createProject(project) {
@@ -80,7 +98,18 @@ export function sqliteBudgets({ db, sql, guarded }: SqliteParts) {
       );
     },
     async setBudgets(holder, budgets, at) {
-      guarded(() => setBudgets.immediate(holder, budgets, at));
+      const starts = windowStarts(at);
+      const upTo = sql.lastUsageId.get()?.id ?? 0;
+      const summed = await Promise.all(
+        budgets.map(async (budget) => {
+          const [row] = await background().all<{ spent: number }>({
+            sql: SUM_UP_TO[holder.kind],
+            params: [upTo, holder.id, starts[budget.window]],
+          });
+          return Number(row?.spent ?? 0);
+        }),
+      );
+      guarded(() => replaceBudgets.immediate(holder, budgets, starts, summed, upTo));
     },
     async budgets(holder, at, staleBefore) {
       const rows = sql.budgetsOfHolder.all(holder.id);

@@ -207,13 +207,15 @@ export function prepareStatements(db: Database.Database) {
       `INSERT INTO budgets (holder, holder_kind, period, limit_micro, mode, window_start, spent_micro)
      VALUES (@holder, @kind, @period, @limitMicro, @mode, @start, @spent)`,
     ),
-    /** Debits settled from `since` on, by a key or by a project's keys (setting a budget, never a request). */
-    keySpentSince: db.prepare<[string, number], { spent: number }>(
-      'SELECT COALESCE(SUM(credits_micro), 0) AS spent FROM usage_records WHERE key_id = ? AND at >= ?',
+    /** The newest usage record's id: where a budget's seeding sum, read off this thread, stopped. */
+    lastUsageId: db.prepare<[], { id: number | null }>('SELECT MAX(id) AS id FROM usage_records'),
+    /** Debits recorded after that id from `since` on, by a key or a project's keys: the few since the sum. */
+    keySpentAfter: db.prepare<[number, string, number], { spent: number }>(
+      'SELECT COALESCE(SUM(credits_micro), 0) AS spent FROM usage_records WHERE id > ? AND key_id = ? AND at >= ?',
     ),
-    projectSpentSince: db.prepare<[string, number], { spent: number }>(
+    projectSpentAfter: db.prepare<[number, string, number], { spent: number }>(
       `SELECT COALESCE(SUM(u.credits_micro), 0) AS spent FROM usage_records u JOIN api_keys k ON k.id = u.key_id
-     WHERE k.project_id = ? AND u.at >= ?`,
+     WHERE u.id > ? AND k.project_id = ? AND u.at >= ?`,
     ),
     insertProject: db.prepare<[string, string, number]>(
       'INSERT INTO projects (id, name, created_at) VALUES (?, ?, ?)',
