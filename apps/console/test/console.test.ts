@@ -24,6 +24,9 @@ const REQUEST = {
 };
 
 describe('the console, in a real Chromium, by its accessible names', () => {
+  /** A page's link in the navigation: a key named like a page ("quality") may be a link too. */
+  const nav = (name: string) =>
+    page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name, exact: true });
   let browser: Browser;
   let page: Page;
   let url: string;
@@ -112,7 +115,7 @@ describe('the console, in a real Chromium, by its accessible names', () => {
   });
 
   it('creates a key, shows its plain key once, and lists it', async () => {
-    await page.getByRole('link', { name: 'Keys', exact: true }).click();
+    await nav('Keys').click();
     await page.getByRole('heading', { name: 'Keys' }).waitFor();
     await page.getByRole('button', { name: 'Create key' }).click();
     await page.getByLabel('Name').fill('web-backend');
@@ -141,7 +144,7 @@ describe('the console, in a real Chromium, by its accessible names', () => {
   });
 
   it('shows all keys’ usage on the Overview: charts, by route, by upstream, top keys and the cache’s share', async () => {
-    await page.getByRole('link', { name: 'Overview' }).click();
+    await nav('Overview').click();
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
     for (const name of ['Requests over time', 'Credits over time', 'Latency over time'])
       await page.getByRole('img', { name }).waitFor();
@@ -171,14 +174,14 @@ describe('the console, in a real Chromium, by its accessible names', () => {
   });
 
   it('shows the upstreams with their circuit state', async () => {
-    await page.getByRole('link', { name: 'Upstreams' }).click();
+    await nav('Upstreams').click();
     await page.getByRole('heading', { name: 'Upstreams' }).waitFor();
     const row = page.getByRole('row', { name: /lexical/ }).first();
     await expect.poll(() => row.textContent()).toContain('closed');
   });
 
   it('asks a decision in the playground with a token it mints, and charts each answer', async () => {
-    await page.getByRole('link', { name: 'Playground' }).click();
+    await nav('Playground').click();
     await page.getByRole('heading', { name: 'Playground' }).waitFor();
     await page.getByLabel('Key', { exact: true }).selectOption({ label: 'web-backend' });
     await page.getByRole('button', { name: 'Ask' }).click();
@@ -189,7 +192,7 @@ describe('the console, in a real Chromium, by its accessible names', () => {
   });
 
   it('charts a key’s usage, lists its recent requests, adds credits and revokes it after confirming', async () => {
-    await page.getByRole('link', { name: 'Keys', exact: true }).click();
+    await nav('Keys').click();
     await page.getByRole('link', { name: 'web-backend' }).click();
     await page.getByRole('heading', { name: 'Usage' }).waitFor();
     for (const name of ['Requests over time', 'Credits over time'])
@@ -253,7 +256,7 @@ describe('the console, in a real Chromium, by its accessible names', () => {
       expect(recorded.status).toBe(200);
     }
     await page.goto(`${url}/console#/`);
-    await page.getByRole('link', { name: 'Quality' }).click();
+    await nav('Quality').click();
     await page.getByRole('heading', { name: 'Quality' }).waitFor();
     const table = page.getByRole('table', { name: 'Calibration' });
     for (const header of ['Upstream, type', 'Outcomes', 'Accuracy', 'Brier', 'ECE'])
@@ -275,7 +278,7 @@ describe('the console, in a real Chromium, by its accessible names', () => {
 
   it('creates a project and sets its budget; shows budgets as bars on a key’s page, the Projects page and, past 80%, the Overview', async () => {
     await page.goto(`${url}/console#/`);
-    await page.getByRole('link', { name: 'Projects' }).click();
+    await nav('Projects').click();
     await page.getByRole('heading', { name: 'Projects', exact: true }).waitFor();
     await page.getByLabel('Project name').fill('support team');
     await page.getByRole('button', { name: 'Create project' }).click();
