@@ -12,6 +12,7 @@ import { createEvaluator } from './core/evaluation/index.ts';
 import { staleAfterMs } from './core/evaluation/ledger.ts';
 import type { SessionLimits } from './doors/mcp/sessions.ts';
 import { buildServer, type Gateway, type GatewayServices } from './http/server.ts';
+import { createImageBudget } from './images/image-budget.ts';
 import { createKeyService } from './keys/key-service.ts';
 import { warnAtMostEvery } from './logger.ts';
 import { createMetrics, type GatewayMetrics } from './metrics.ts';
@@ -64,6 +65,8 @@ export interface GatewayParts {
   decisionRetentionDays?: number;
   /** MCP_MAX_SESSIONS (default 1000) and how long an MCP session may stay idle (default 10 minutes). */
   mcpSessions?: Partial<SessionLimits>;
+  /** IMAGE_BYTES_IN_FLIGHT (default 268435456): image bytes requests in flight may hold together. */
+  imageBytesInFlight?: number;
 }
 
 export function createServices(parts: GatewayParts): GatewayServices {
@@ -95,6 +98,7 @@ export function createServices(parts: GatewayParts): GatewayServices {
       metrics.debitCappedMicroCredits.inc({ route }, excessMicro);
     },
     onBudgetRefused: (holder, window) => metrics.budgetRefusals.inc({ holder, window }),
+    imageBudget: createImageBudget(parts.imageBytesInFlight ?? 268_435_456),
     ...(parts.storeTimeoutMs !== undefined && { storeTimeoutMs: parts.storeTimeoutMs }),
     rateLimiter,
     pricing: parts.pricing,
@@ -238,6 +242,7 @@ export async function openGateway(config: Config, logger: Logger): Promise<Opene
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     decisionRetentionDays: config.retention.decisionDays,
     mcpSessions: { max: config.mcp.maxSessions },
+    imageBytesInFlight: config.imageBytesInFlight,
     ...(rateLimiter && { rateLimiter }),
   });
   // The upgrade's fold and retention, in the background from now on (docs/usage.md).

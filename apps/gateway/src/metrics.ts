@@ -64,6 +64,16 @@ export function createMetrics() {
       labelNames: ['type'] as const,
       registers: [registry],
     }),
+    images: new Counter({
+      name: 'dg_images_total',
+      help: 'Images in evaluations, after their checks',
+      registers: [registry],
+    }),
+    imageBytes: new Counter({
+      name: 'dg_image_bytes_total',
+      help: 'Decoded bytes of the images in evaluations (an image by URL counts none)',
+      registers: [registry],
+    }),
     /** Credits debited, added up in integer micro-credits so the total shows no float noise. */
     creditsDebited: {
       add(credits: number) {

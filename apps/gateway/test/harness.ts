@@ -63,6 +63,8 @@ export interface TestGatewayOptions {
   decisionRetentionDays?: number;
   /** The MCP door's session bounds (docs/mcp.md#sessions). */
   mcpSessions?: Partial<SessionLimits>;
+  /** IMAGE_BYTES_IN_FLIGHT (docs/images.md#memory). */
+  imageBytesInFlight?: number;
 }
 
 /** A real gateway on 127.0.0.1 with a fresh SQLite file, as `pnpm start` builds it. */
@@ -105,6 +107,7 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
       decisionRetentionDays: options.decisionRetentionDays,
     }),
     ...(options.mcpSessions && { mcpSessions: options.mcpSessions }),
+    ...(options.imageBytesInFlight !== undefined && { imageBytesInFlight: options.imageBytesInFlight }),
     logger,
     pricing: pricingFromCredits(options.creditsPer1kInput ?? 1, 0),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,

@@ -235,22 +235,22 @@ describe('the OpenAI door refuses bad input clearly, at its path, uncharged, wit
       /one label/,
     ],
     [
-      'an image in the input',
+      'an image by URL, on a route none of whose upstreams takes image URLs',
       {
         input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://example.com/a.png' }] }],
       },
       400,
       40001,
-      'input.0.content.0',
-      /text and JSON/,
+      null,
+      /route default has no upstream that takes images and image URLs/,
     ],
     [
-      'an image in a question',
+      'an image in a question whose data URL is of no image format taken',
       { questions: [{ type: 'predicate', instructions: [{ type: 'input_image', image_url: 'data:,' }] }] },
       400,
       40001,
-      'questions.0.instructions.0',
-      /text and JSON/,
+      'questions.0.instructions.0.image_url',
+      /data:image\/png, image\/jpeg or image\/webp/,
     ],
     [
       'a tool call',
@@ -258,7 +258,7 @@ describe('the OpenAI door refuses bad input clearly, at its path, uncharged, wit
       400,
       40001,
       'input.0',
-      /text and JSON/,
+      /text, JSON and images: tool calls are not accepted/,
     ],
     [
       'one choice',
@@ -282,12 +282,18 @@ describe('the OpenAI door refuses bad input clearly, at its path, uncharged, wit
     expect(after.totals.creditsMicro).toBe(0);
   });
 
-  it('takes a body up to 1 MiB and refuses a larger one (413) before authentication', async () => {
+  it('takes a body up to 1 MiB besides image data and refuses a larger one (413)', async () => {
     const big = body({ input: 'Please refund the double charge on my order. '.repeat(20_000) });
     const rich = await gw.createKey({ credits: 10_000 });
     const fits = await post(gw.url, '/openai/v1/decisions', big, bearer(rich.key));
     expect(fits.status).toBe(200);
-    const tooBig = await post(gw.url, '/openai/v1/decisions', body({ input: 'x'.repeat(1_048_600) }), {});
+    // Whether a body holds image data is known once its JSON is read, after authentication.
+    const tooBig = await post(
+      gw.url,
+      '/openai/v1/decisions',
+      body({ input: 'x'.repeat(1_048_600) }),
+      bearer(rich.key),
+    );
     expect(tooBig.status).toBe(413);
     expect(tooBig.body).toMatchObject({
       gateway_code: 41300,

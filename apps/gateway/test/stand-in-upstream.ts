@@ -97,6 +97,39 @@ export function nativeAnswer(
   return { model: 'jev-1.13.0', answers, usage };
 }
 
+/**
+ * System One `jev-1.14.0`'s box answer, as its published format gives it (the SDK, at 0.6.0, does
+ * not type it yet): fractions of the image from its top-left corner, and a confidence.
+ */
+export interface Jev114BoxResponse {
+  type: 'box';
+  box: { top: number; bottom: number; left: number; right: number };
+  confidence: number;
+}
+
+/** A jev-1.14 answer: every question as `nativeAnswer` answers it, and each box question at `box`. */
+export function jev114Answer(
+  request: SeenRequest,
+  box: Jev114BoxResponse['box'] = { top: 0.1, bottom: 0.5, left: 0.2, right: 0.6 },
+  confidence = 0.9,
+  usage: Usage = { input_tokens: 412, output_tokens: 0 },
+) {
+  const boxes = Object.entries<{ type: string }>(request.body.questions).filter(([, q]) => q.type === 'box');
+  const others = {
+    ...request,
+    body: {
+      ...request.body,
+      questions: Object.fromEntries(
+        Object.entries<{ type: string }>(request.body.questions).filter(([, q]) => q.type !== 'box'),
+      ),
+    },
+  };
+  const result = nativeAnswer(others, usage);
+  const answers: Record<string, unknown> = { ...result.answers };
+  for (const [id] of boxes) answers[id] = { type: 'box', box, confidence } satisfies Jev114BoxResponse;
+  return { ...result, model: 'jev-1.14.0', answers };
+}
+
 /** The SDK types its results read-only; a stand-in builds and then edits them. */
 type Mutable<T> = { -readonly [K in keyof T]: T[K] extends object ? Mutable<T[K]> : T[K] };
 

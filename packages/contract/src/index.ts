@@ -6,6 +6,7 @@ export * from './credits.ts';
 export * from './dialects/openai-decisions.ts';
 export * from './envelope.ts';
 export * from './errors.ts';
+export * from './images.ts';
 export * from './limits.ts';
 export * from './mcp.ts';
 export * from './models.ts';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { QUESTION_TYPES, Truth } from './question-types/index.ts';
 
-const QuestionType = z.enum(QUESTION_TYPES, { error: 'must be choice, score or noul' });
+const QuestionType = z.enum(QUESTION_TYPES, { error: `must be ${QUESTION_TYPES.join(', ')}` });
 
 /**
  * Outcomes and calibration (docs/outcomes.md): callers report what turned out
@@ -73,11 +73,12 @@ export const CalibrationGroup = z
     upstream: z.string(),
     type: QuestionType,
     outcomes: z.number().int(),
-    accuracy: z.number(),
-    brier: z.number(),
-    logLoss: z.number(),
+    accuracy: z.number().meta({ description: 'The share correct (box: with IoU ≥ 0.5 against the truth).' }),
+    brier: z.number().nullable().meta({ description: 'null for box.' }),
+    logLoss: z.number().nullable().meta({ description: 'null for box.' }),
     ece: z.number(),
     mae: z.number().nullable().meta({ description: 'Scores only: mean |score − truth|.' }),
+    meanIoU: z.number().nullable().meta({ description: 'Boxes only: the mean intersection over union.' }),
     bins: z.array(ReliabilityBin).length(10),
   })
   .meta({ id: 'CalibrationGroup' });
@@ -89,7 +90,7 @@ export const EscalationAdvice = z
     upstream: z.string(),
     type: QuestionType,
     outcomes: z.number().int(),
-    confidenceBelow: z.number().nullable().optional().meta({ description: 'choice and score.' }),
+    confidenceBelow: z.number().nullable().optional().meta({ description: 'choice, score and box.' }),
     noulWithin: z.tuple([z.number(), z.number()]).nullable().optional().meta({ description: 'noul.' }),
     keptAccuracy: z.number().nullable(),
     escalatedShare: z.number().nullable(),

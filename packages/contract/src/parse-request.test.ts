@@ -176,8 +176,8 @@ describe('parseEvaluationRequest: the documented request rules, with messages fo
   });
 
   it.each<[string, unknown, (string | number)[], string]>([
-    ['an unknown type', { type: 'rank' }, ['type'], 'must be one of choice, score, noul'],
-    ['a missing type', { instructions: 'x' }, ['type'], 'must be one of choice, score, noul'],
+    ['an unknown type', { type: 'rank' }, ['type'], 'must be one of choice, score, noul, box'],
+    ['a missing type', { instructions: 'x' }, ['type'], 'must be one of choice, score, noul, box'],
     ['a question that is not an object', 'noul', [], 'must be an object (a question definition)'],
     ['a choice without criteria', { type: 'choice' }, ['criteria'], 'is required'],
     [

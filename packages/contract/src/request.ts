@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { boundedText } from './content.ts';
+import { Assets } from './images.ts';
 import { LIMITS, MODEL_ID } from './limits.ts';
 import { ownKeyRecord } from './own-key-record.ts';
 import { Question } from './question-types/index.ts';
@@ -34,7 +35,14 @@ export const Questions = ownKeyRecord(
 
 /** The body of `POST /v1/systemone` (docs/http-api.md#evaluate-post-v1systemone). Closed: any other field is an error. */
 export const EvaluationRequest = z
-  .strictObject({ model: Model, state: State, questions: Questions })
+  .strictObject({
+    model: Model,
+    state: State,
+    questions: Questions,
+    assets: Assets.optional().meta({
+      description: 'Images the state, instructions or criteria mention by ref.',
+    }),
+  })
   .meta({ id: 'EvaluationRequest' });
 
 export type EvaluationRequest = z.infer<typeof EvaluationRequest>;

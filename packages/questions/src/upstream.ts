@@ -1,5 +1,6 @@
 import type {
   AsWritten,
+  DecisionImage,
   EvaluationRequest,
   GatewayFailure,
   Usage,
@@ -14,6 +15,11 @@ export interface UpstreamCall {
   requestId: string;
   /** Epoch milliseconds by which the answer must be in, across all attempts (docs/upstreams.md). */
   deadlineAt: number;
+  /**
+   * The request's images, checked (docs/images.md): asked only of an upstream whose capabilities
+   * take them, which sends them in its own wire format. Absent: none.
+   */
+  images?: readonly DecisionImage[];
   /**
    * The request as its caller wrote it in a door's own dialect, untouched: the upstream kind that
    * speaks `asWritten.dialect` may send it as written; every other kind ignores it.
@@ -63,14 +69,29 @@ export interface Upstream {
    * many, each with the whole state (docs/upstreams.md#groups). Undefined: no limit.
    */
   readonly maxQuestions?: number;
+  /** What it can see (docs/images.md#upstreams); absent: no images at all. */
+  readonly capabilities?: ImageCapabilities;
   /** It may decline a question, answering `{"type": "refusal"}` for it (docs/routes.md#refused-questions). */
   readonly refuses?: boolean;
   /** How far its distributions of `n` values may sum from 1, where it rounds them (default 0.02). */
   tolerance?(n: number): number;
   /** Its circuit breaker's state, where it has one (remote upstreams). */
   circuit?(): 'closed' | 'open' | 'half-open';
-  /** An upper bound of the usage `call` can incur, reserved before the call (docs/http-api.md#credits). */
-  usageBound(request: EvaluationRequest, bodyBytes: number): Usage;
+  /**
+   * An upper bound of the usage `call` can incur, reserved before the call (docs/http-api.md#credits):
+   * `bodyBytes` without image data, and `imageTokens` added once per group that carries the images.
+   */
+  usageBound(request: EvaluationRequest, bodyBytes: number, imageTokens?: number): Usage;
   answer(call: UpstreamCall): Promise<UpstreamOutcome>;
   close?(): Promise<void>;
+}
+
+/** What an upstream can see (docs/images.md#upstreams): each kind has its defaults, a configuration may change them. */
+export interface ImageCapabilities {
+  images: boolean;
+  /** Images given as URLs, which it fetches itself. */
+  imageUrls: boolean;
+  /** The `box` question. */
+  box: boolean;
+  maxImages: number;
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Answer, EvaluationRequest } from '@decision-gateway/contract';
+import type { Answer, DecisionImage, EvaluationRequest } from '@decision-gateway/contract';
 import { canonicalDecision } from '@decision-gateway/questions';
+import { imageIdentity } from '../images/decision-images.ts';
 
 /** A successful decision as the cache keeps it (docs/routes.md#decision-cache). */
 export interface CachedDecision {
@@ -47,15 +48,17 @@ export function decisionKey(
   keyId: string,
   route: string,
   request: EvaluationRequest,
+  images?: readonly DecisionImage[],
 ): DecisionKey {
   const hash = createHash('sha256')
     .update(scope === 'key' ? `key:${keyId}` : 'global')
     .update('\n')
     .update(route)
     .update('\n')
-    .update(canonicalDecision(request))
-    .digest('hex');
-  return { hash, owner: keyId };
+    .update(canonicalDecision(request));
+  // An image is part of the decision: by its SHA-256 (a URL by its text), never its bytes again.
+  if (images !== undefined && images.length > 0) hash.update('\n').update(imageIdentity(images).join('\n'));
+  return { hash: hash.digest('hex'), owner: keyId };
 }
 
 /** What `Cache-Control` asks of the cache (docs/routes.md#decision-cache): skip the lookup, or skip it and the store. */

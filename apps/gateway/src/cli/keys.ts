@@ -345,7 +345,7 @@ function describeCalibration({ groups, advice }: Calibration): string {
   if (groups.length === 0) return 'no outcomes recorded in this range\n';
   const rows = groups.map(
     (g) =>
-      `  ${g.upstream.padEnd(16)} ${g.type.padEnd(7)} ${String(g.outcomes).padStart(8)} ${g.accuracy.toFixed(3).padStart(9)} ${g.brier.toFixed(3).padStart(7)} ${g.ece.toFixed(3).padStart(7)}${g.mae === null ? '' : `  mae ${g.mae}`}`,
+      `  ${g.upstream.padEnd(16)} ${g.type.padEnd(7)} ${String(g.outcomes).padStart(8)} ${g.accuracy.toFixed(3).padStart(9)} ${(g.brier === null ? '-' : g.brier.toFixed(3)).padStart(7)} ${g.ece.toFixed(3).padStart(7)}${g.mae === null ? '' : `  mae ${g.mae}`}${g.meanIoU === null ? '' : `  meanIoU ${g.meanIoU}`}`,
   );
   const advised = advice.map((a) => {
     const threshold =

@@ -127,6 +127,8 @@ export const ConfigSchema = z
     DECISION_RETENTION_DAYS: integer(30, 0, 100_000),
     /** The MCP door's open sessions at most (docs/mcp.md); past it, the least recently used closes. */
     MCP_MAX_SESSIONS: integer(1000, 1, 1_000_000),
+    /** Image bytes that requests in flight may hold together (docs/images.md#memory); past it, 503. */
+    IMAGE_BYTES_IN_FLIGHT: integer(268_435_456, 1_048_576, 68_719_476_736),
     LOG_LEVEL: z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
         error: 'must be fatal, error, warn, info, debug, trace or silent',
@@ -182,6 +184,7 @@ export const ConfigSchema = z
     retention: { usageDays: env.USAGE_RETENTION_DAYS, decisionDays: env.DECISION_RETENTION_DAYS },
     tracing: tracingOf(env),
     mcp: { maxSessions: env.MCP_MAX_SESSIONS },
+    imageBytesInFlight: env.IMAGE_BYTES_IN_FLIGHT,
   }));
 
 /**

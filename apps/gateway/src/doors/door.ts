@@ -92,7 +92,7 @@ function failureOfFastifyError(error: FastifyError, request: FastifyRequest): Ga
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return failure(
         'payload_too_large',
-        `the body is larger than ${request.routeOptions.bodyLimit ?? LIMITS.maxBodyBytes} bytes`,
+        `the body is larger than ${(error as { limit?: number }).limit ?? request.routeOptions.bodyLimit ?? LIMITS.maxBodyBytes} bytes`,
       );
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return failure('unsupported_media_type', 'send Content-Type: application/json');

@@ -2,6 +2,8 @@ import {
   decodeJsonBody,
   type EvaluationData,
   failure,
+  IMAGE_LIMITS,
+  LIMITS,
   nativeResult,
   type OperationId,
   type Parsed,
@@ -43,6 +45,11 @@ interface RawBodyDoorShape {
   /** Headers every response of the door carries. */
   headers?(requestId: string): Record<string, string>;
   /**
+   * How images come (docs/images.md): REST's JSON keeps 32 KiB and larger images come as
+   * `multipart/form-data`; `/native` takes them in its JSON, up to 32 MiB with them.
+   */
+  images: 'multipart' | 'json';
+  /**
    * Serves `POST /v1/tokens` (docs/browsers.md) and `POST /v1/outcomes`
    * (docs/outcomes.md): the REST door does.
    */
@@ -57,10 +64,13 @@ function rawBodyDoor({
   body,
   headers,
   callerActions,
+  images,
 }: RawBodyDoorShape) {
   return async (app: FastifyInstance, opts: EvaluationDoorOptions) => {
     door(app, name, { ...opts, ownsNotFound });
-    readRawBodies(app, 'buffer');
+    if (images === 'multipart')
+      readRawBodies(app, 'buffer', LIMITS.maxBodyBytes, { multipartBytes: IMAGE_LIMITS.maxBodyBytes });
+    else readRawBodies(app, 'buffer', IMAGE_LIMITS.maxBodyBytes);
     const browsers = cors(app, opts.corsOrigins);
     if (headers) {
       app.addHook('onRequest', (request, reply, done) => {
@@ -77,7 +87,10 @@ function rawBodyDoor({
       { method: 'POST', path: '/v1/systemone', operation: operations.evaluate, browsers: true },
       answerEvaluation(opts.evaluate, {
         door: name,
-        call: rawEvaluationCall,
+        call:
+          images === 'json'
+            ? (request) => rawEvaluationCall(request, LIMITS.maxBodyBytes)
+            : rawEvaluationCall,
         success: (outcome, requestId) => body(evaluated(outcome.data), requestId),
       }),
     );
@@ -129,6 +142,7 @@ export const restDoor = rawBodyDoor({
   ownsNotFound: false,
   operations: { evaluate: 'evaluate', models: 'listModels' },
   callerActions: true,
+  images: 'multipart',
   evaluated: (data) => data,
   body: successBody,
 });
@@ -141,6 +155,7 @@ export const nativeDoor = rawBodyDoor({
   name: 'native',
   ownsNotFound: true,
   operations: { evaluate: 'evaluateNative', models: 'listModelsNative' },
+  images: 'json',
   evaluated: nativeResult,
   body: (data) => JSON.stringify(data),
   // The official SDKs read their request id from this header (docs/http-api.md#the-other-doors).

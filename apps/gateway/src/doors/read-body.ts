@@ -1,7 +1,9 @@
+import type { Readable } from 'node:stream';
 import { LIMITS } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { EvaluationCall } from '../core/evaluation/index.ts';
+import type { EvaluationCall, MultipartForm } from '../core/evaluation/index.ts';
 import { originOf } from './cors.ts';
+import { readMultipart } from './multipart.ts';
 
 /** The Content-Type each request sent, hidden from Fastify by doors that judge it after auth. */
 const sentContentTypes = new WeakMap<FastifyRequest, string | undefined>();
@@ -22,19 +24,38 @@ export function readRawBodies(
   app: FastifyInstance,
   parseAs: 'buffer' | 'string',
   bodyLimit: number = LIMITS.maxBodyBytes,
+  options: { multipartBytes?: number } = {},
 ) {
+  const { multipartBytes } = options;
   app.addHook('onRequest', (request, _reply, done) => {
-    sentContentTypes.set(request, request.headers['content-type']);
-    // Assigned, not deleted: `delete` would turn the headers object into a slow dictionary.
-    request.headers['content-type'] = undefined;
+    const sent = request.headers['content-type'];
+    sentContentTypes.set(request, sent);
+    // Assigned, not deleted: `delete` would turn the headers object into a slow dictionary. A
+    // multipart body keeps a plain media type Fastify parses, so its own reader below is chosen.
+    request.headers['content-type'] =
+      multipartBytes !== undefined && sent !== undefined && MULTIPART.test(sent)
+        ? 'multipart/form-data'
+        : undefined;
     done();
   });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs, bodyLimit }, (_request, body, done) => done(null, body));
+  if (multipartBytes !== undefined)
+    app.addContentTypeParser('multipart/form-data', (request: FastifyRequest, payload: Readable) =>
+      readMultipart(payload, sentContentType(request) as string, multipartBytes),
+    );
 }
 
-/** The evaluation call of a door that reads raw bodies (REST and `/native`): bytes and media type. */
-export function rawEvaluationCall(request: FastifyRequest): EvaluationCall {
+const MULTIPART = /^\s*multipart\/form-data\s*(;|$)/i;
+
+/**
+ * The evaluation call of a door that reads raw bodies (REST, `/native`, OpenAI's): bytes (or a
+ * multipart form) and media type. `textLimit`: where the JSON may carry image data, the most it
+ * may hold without it (docs/images.md#rules).
+ */
+export function rawEvaluationCall(request: FastifyRequest, textLimit?: number): EvaluationCall {
+  const contentType = sentContentType(request);
+  const body = request.body as Buffer | MultipartForm | undefined;
   return {
     requestId: request.id,
     startedAt: request.startedAt,
@@ -42,7 +63,12 @@ export function rawEvaluationCall(request: FastifyRequest): EvaluationCall {
     route: routeHeader(request),
     cacheControl: cacheControlHeader(request),
     origin: originOf(request),
-    body: { kind: 'bytes', bytes: request.body as Buffer | undefined, contentType: sentContentType(request) },
+    body:
+      body !== undefined && !Buffer.isBuffer(body)
+        ? { kind: 'multipart', form: body, contentType }
+        : textLimit === undefined
+          ? { kind: 'bytes', bytes: body, contentType }
+          : { kind: 'bytes', bytes: body, contentType, textLimit },
     trace: request.traceParent,
   };
 }

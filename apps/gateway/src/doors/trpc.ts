@@ -12,6 +12,8 @@ import {
   type EvaluationData,
   failure,
   type GatewayFailure,
+  IMAGE_LIMITS,
+  LIMITS,
   type Parsed,
 } from '@decision-gateway/contract';
 import { fastifyRequestHandler } from '@trpc/server/adapters/fastify';
@@ -49,13 +51,14 @@ export interface TrpcDoorOptions extends DoorOptions {
  */
 export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
   door(app, 'trpc', { ...opts, ownsNotFound: true });
-  // Bytes under the 32 KiB limit; the media type is judged by the core after authentication.
-  readRawBodies(app, 'buffer');
+  // Bytes up to 32 MiB with images, 32 KiB of each operation's JSON without them (docs/images.md#rules);
+  // the media type is judged by the core after authentication.
+  readRawBodies(app, 'buffer', IMAGE_LIMITS.maxBodyBytes);
   const browsers = cors(app, opts.corsOrigins);
   // One `POST /trpc/evaluate` with no query, answered as REST is (isPlainEvaluate says why).
   const evaluateFast = answerEvaluation(opts.evaluate, {
     door: 'trpc',
-    call: rawEvaluationCall,
+    call: (request) => rawEvaluationCall(request, LIMITS.maxBodyBytes),
     success: ({ data }) => JSON.stringify({ result: { data } }),
     exact: {
       mediaType: 'application/json',
@@ -151,6 +154,7 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
               kind: 'lazy',
               contentType: sentContentType(request),
               bytes: bytes?.length ?? 0,
+              textLimit: LIMITS.maxBodyBytes,
               read: () => readInput(op),
             },
           });

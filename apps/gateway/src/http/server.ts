@@ -301,6 +301,10 @@ function observe(
     if (evaluationCode === 42900) metrics.rateLimited.inc();
     for (const [type, count] of Object.entries(log.questionTypes ?? {}))
       metrics.questions.inc({ type }, count);
+    if (log.images) {
+      metrics.images.inc(log.images);
+      metrics.imageBytes.inc(log.imageBytes ?? 0);
+    }
     if (log.creditsUsed) metrics.creditsDebited.add(log.creditsUsed);
     // Upstream calls are timed and counted by the route, one per attempt (routing/build-routes.ts).
     if (log.upstream !== undefined && log.labelMass !== undefined)

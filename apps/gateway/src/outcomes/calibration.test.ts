@@ -55,6 +55,7 @@ describe('calibration of one upstream on one question type (values computed by h
       // (|1 − .7| + |0 − .4| + |0 − 1|) / 3
       ece: 0.566667,
       mae: null,
+      meanIoU: null,
       bins: [
         emptyBin(0),
         emptyBin(1),
@@ -93,6 +94,7 @@ describe('calibration of one upstream on one question type (values computed by h
       // (0.693147 + 34.538776) / 4
       logLoss: 8.807981,
       mae: null,
+      meanIoU: null,
     });
     expect(group.bins[0]).toEqual({ from: 0, to: 0.1, count: 2, meanPredicted: 0, observed: 0.5 });
     expect(group.bins[5]).toEqual({ from: 0.5, to: 0.6, count: 1, meanPredicted: 0.5, observed: 0 });

@@ -10,7 +10,7 @@ import { behaviourOfType, type Judged, type KeptAnswer } from '@decision-gateway
  * How well an upstream's probabilities matched what callers reported
  * (docs/outcomes.md), computed exactly as defined there: accuracy (the first
  * label on ties), Brier score, log loss (clamped at 1e−15), ten reliability bins and the expected
- * calibration error over them, MAE for scores; every number rounded to 6 decimals.
+ * calibration error over them, MAE for scores, mean IoU for boxes; every number rounded to 6 decimals.
  */
 
 /** One answer an upstream gave, with the truth it is judged by. */
@@ -43,15 +43,17 @@ export function calibrationGroup(
   const n = answers.length;
   const bins = Array.from({ length: 10 }, () => ({ count: 0, predicted: 0, observed: 0 }));
   let correct = 0;
-  let brier = 0;
-  let logLoss = 0;
+  let brier: number | null = null;
+  let logLoss: number | null = null;
   let absError: number | null = null;
+  let iou: number | null = null;
   for (const judged of answers) {
     const s = scored(judged);
     if (s.correct) correct++;
-    brier += s.brier;
-    logLoss += s.logLoss;
+    if (s.brier !== null) brier = (brier ?? 0) + s.brier;
+    if (s.logLoss !== null) logLoss = (logLoss ?? 0) + s.logLoss;
     if (s.absError !== undefined) absError = (absError ?? 0) + s.absError;
+    if (s.iou !== undefined) iou = (iou ?? 0) + s.iou;
     const bin = bins[binOf(s.binned)] as (typeof bins)[number];
     bin.count++;
     bin.predicted += s.binned;
@@ -76,10 +78,11 @@ export function calibrationGroup(
     type,
     outcomes: n,
     accuracy: round6(correct / n),
-    brier: round6(brier / n),
-    logLoss: round6(logLoss / n),
+    brier: brier === null ? null : round6(brier / n),
+    logLoss: logLoss === null ? null : round6(logLoss / n),
     ece: round6(ece),
     mae: absError === null ? null : round6(absError / n),
+    meanIoU: iou === null ? null : round6(iou / n),
     bins: reliability,
   };
 }

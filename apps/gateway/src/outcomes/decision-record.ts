@@ -1,4 +1,11 @@
-import type { Answer, EvaluationRequest, Question, Truth } from '@decision-gateway/contract';
+import type {
+  Answer,
+  DecisionImage,
+  EvaluationRequest,
+  KeptImage,
+  Question,
+  Truth,
+} from '@decision-gateway/contract';
 import {
   behaviourOf,
   behaviourOfType,
@@ -6,6 +13,7 @@ import {
   type KeptAnswer,
   type KeptQuestion,
 } from '@decision-gateway/questions';
+import { keptImages } from '../images/decision-images.ts';
 import type { Attribution } from '../routing/route.ts';
 import type { KeptDecision } from '../store/store.ts';
 
@@ -78,11 +86,27 @@ export function decisionRecord(
     attribution?: Attribution;
   },
   truthValues?: ReadonlyMap<string, readonly (string | boolean)[]>,
+  images?: readonly DecisionImage[],
 ): KeptDecision {
   const questions = keptQuestions(request, outcome.answers, outcome.upstream, {
     refused: outcome.refused,
     ...(outcome.attribution && { attribution: outcome.attribution }),
     ...(truthValues && { truthValues }),
   });
-  return { questions: JSON.stringify(questions), reused: null };
+  return { questions: keptText(questions, images === undefined ? [] : keptImages(images)), reused: null };
+}
+
+/**
+ * A kept decision's stored text: its questions (an object, as ever), or with images
+ * `[questions, images]`, each image only `{ref, format, width, height, sha256}` (docs/images.md).
+ * An array cannot be mistaken for the questions, so records written before images read as they were.
+ */
+export function keptText(questions: KeptQuestions, images: readonly KeptImage[]): string {
+  return JSON.stringify(images.length === 0 ? questions : [questions, images]);
+}
+
+/** A kept decision's stored text, read back. */
+export function readKept(text: string): { questions: KeptQuestions; images: KeptImage[] } {
+  const kept = JSON.parse(text) as KeptQuestions | [KeptQuestions, KeptImage[]];
+  return Array.isArray(kept) ? { questions: kept[0], images: kept[1] } : { questions: kept, images: [] };
 }

@@ -11,7 +11,7 @@ import {
 } from '@decision-gateway/contract';
 import type { Store } from '../store/store.ts';
 import { calibrationGroups, escalationAdvice, type JudgedAnswer } from './calibration.ts';
-import { type Judged, judgeTruth, type KeptQuestions } from './decision-record.ts';
+import { type Judged, judgeTruth, type KeptQuestions, readKept } from './decision-record.ts';
 
 type Result<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
 
@@ -89,7 +89,7 @@ export function createOutcomes(deps: OutcomeDeps) {
         decision.at < now - deps.retentionDays * DAY_MS
       )
         return { ok: false, error: NO_DECISION(body.requestId) };
-      const questions = JSON.parse(decision.questions) as KeptQuestions;
+      const questions = readKept(decision.questions).questions;
       const { issues, judged } = judgeAll(questions, body.outcomes);
       if (issues.length > 0) {
         const [first] = issues as [Issue];
@@ -120,7 +120,7 @@ export function createOutcomes(deps: OutcomeDeps) {
       });
       const answers: JudgedAnswer[] = [];
       for (const decision of decisions) {
-        const questions = JSON.parse(decision.questions) as KeptQuestions;
+        const questions = readKept(decision.questions).questions;
         for (const [questionId, truthText] of Object.entries(decision.outcomes)) {
           const question = questions[questionId];
           if (question === undefined) continue;

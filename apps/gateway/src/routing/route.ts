@@ -16,6 +16,7 @@ import {
   type UpstreamCall,
 } from '@decision-gateway/questions';
 import type { Logger } from 'pino';
+import { asksNothing, type ImageNeeds, needsOf, noCapableUpstream, takes } from '../images/capabilities.ts';
 import { ATTR } from '../telemetry/attributes.ts';
 import { asAttempt, inSpan, markFailed, type TraceParent } from '../telemetry/spans.ts';
 import { askInGroups } from '../upstreams/groups.ts';
@@ -82,8 +83,13 @@ export interface RouteCall extends UpstreamCall {
 
 export interface Route {
   readonly spec: RouteSpec;
-  /** The reservation: the largest bound of its upstreams, plus the escalation target's (docs/routes.md). */
-  usageBound(request: EvaluationRequest, bodyBytes: number): Usage;
+  /**
+   * The reservation: the largest bound of the upstreams that can answer, plus the escalation
+   * target's (docs/routes.md); `imageTokens` are the images' (docs/images.md#billing).
+   */
+  usageBound(request: EvaluationRequest, bodyBytes: number, needs?: ImageNeeds, imageTokens?: number): Usage;
+  /** Why none of its upstreams can answer a request with these needs (docs/images.md#upstreams), if none can. */
+  refuses(needs: ImageNeeds): string | undefined;
   answer(call: RouteCall): Promise<RouteOutcome>;
 }
 
@@ -248,7 +254,9 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
   async function answer(call: RouteCall): Promise<RouteOutcome> {
     const tried: string[] = [];
     const tries = { count: 0 };
-    const members = order();
+    // A request with images (or a box) is asked only of the upstreams that take them, in order.
+    const needs = call.images === undefined ? undefined : needsOf(call.request, call.images);
+    const members = needs === undefined ? order() : order().filter((m) => takes(m.upstream, needs));
     let last: { failure: GatewayFailure; detail?: string } | undefined;
     let first: UpstreamAnswers | undefined;
     let firstIndex = -1;
@@ -277,7 +285,10 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
     }
 
     const firstName = (members[firstIndex] as RouteMember).upstream.name;
-    const rule = spec.escalate;
+    const rule =
+      spec.escalate && (needs === undefined || takes(spec.escalate.to.upstream, needs))
+        ? spec.escalate
+        : undefined;
     // The common case: one upstream answered everything, and nothing goes on to another.
     if (first.refused.length === 0 && (rule === undefined || rule.to.upstream.name === firstName))
       return { ok: true, ...first, upstream: firstName };
@@ -359,14 +370,23 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
 
   return {
     spec,
-    usageBound(request, bodyBytes) {
+    usageBound(request, bodyBytes, needs, imageTokens = 0) {
+      const able = (upstream: Upstream) =>
+        needs === undefined || asksNothing(needs) || takes(upstream, needs);
       let bound: Usage = { input_tokens: 0, output_tokens: 0 };
       for (const member of spec.members)
-        bound = maxUsage(bound, member.upstream.usageBound(request, bodyBytes));
-      return spec.escalate === undefined
+        if (able(member.upstream))
+          bound = maxUsage(bound, member.upstream.usageBound(request, bodyBytes, imageTokens));
+      return spec.escalate === undefined || !able(spec.escalate.to.upstream)
         ? bound
-        : addUsage(bound, spec.escalate.to.upstream.usageBound(request, bodyBytes));
+        : addUsage(bound, spec.escalate.to.upstream.usageBound(request, bodyBytes, imageTokens));
     },
+    refuses: (needs) =>
+      noCapableUpstream(
+        spec.name,
+        spec.members.map((member) => member.upstream),
+        needs,
+      ),
     answer: (call) => (call.trace === undefined ? answer(call) : tracedAnswer(call)),
   };
 

@@ -28,6 +28,9 @@ export const ATTR = {
   cache: 'dg.cache',
   creditsUsed: 'dg.credits_used',
   questions: 'dg.questions',
+  /** How many images an evaluation carried, and their decoded bytes: never an image or its URL. */
+  images: 'dg.images',
+  imageBytes: 'dg.image_bytes',
   upstream: 'dg.upstream',
   attempt: 'dg.attempt',
   retry: 'dg.retry',

@@ -92,6 +92,10 @@ export function evaluationAttributes({ log, meta }: EvaluationReport): Attribute
   if (meta.cache !== undefined) attributes[ATTR.cache] = meta.cache;
   if (meta.creditsUsed !== undefined) attributes[ATTR.creditsUsed] = meta.creditsUsed;
   if (log.questions !== undefined) attributes[ATTR.questions] = log.questions;
+  if (log.images !== undefined) {
+    attributes[ATTR.images] = log.images;
+    attributes[ATTR.imageBytes] = log.imageBytes ?? 0;
+  }
   return attributes;
 }
 

@@ -77,6 +77,8 @@ interface CallContext {
   questions: number;
   /** The upstream call's trace (`UpstreamCall.trace`), handed on by its kind. */
   trace: unknown;
+  /** Headers of this call alone, beside the configured ones (System One's images flag). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /** What ended the retry loop without a usable answer. */
@@ -118,6 +120,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
     payload: string,
     deadlineAt: number,
     span: ClientSpan | undefined,
+    sent: Record<string, string>,
   ): Promise<
     | {
         kind: 'response';
@@ -144,7 +147,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
       const response = await pool.request({
         path: basePath + path,
         method: 'POST',
-        headers: span?.headers ?? headers,
+        headers: span?.headers ?? sent,
         body: payload,
         signal: deadline,
       });
@@ -164,14 +167,15 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
 
   async function exchange(path: string, payload: string, call: CallContext): Promise<Ending> {
     let last: Ending = { kind: 'deadline' };
+    const sent = call.headers === undefined ? headers : { ...headers, ...call.headers };
     for (let n = 0; n <= options.maxRetries; n++) {
       if (Date.now() >= call.deadlineAt) return { kind: 'deadline' };
       // Each HTTP call is its own span, ended before any backoff wait.
       const span =
         call.trace === undefined
           ? undefined
-          : clientSpan(identity, call.trace as TraceParent, { retry: n, questions: call.questions }, headers);
-      const result = await attempt(path, payload, call.deadlineAt, span);
+          : clientSpan(identity, call.trace as TraceParent, { retry: n, questions: call.questions }, sent);
+      const result = await attempt(path, payload, call.deadlineAt, span, sent);
       const judged = judge(result);
       if (span) endSpan(span, result, judged.ending);
       if (!judged.retryable) return judged.ending;

@@ -102,6 +102,7 @@ export function fakeRoute(
   const route = {
     calls: 0,
     spec: { name: 'default', members: [], deadlineMs: 1_000, cacheTtlSeconds: 0, ...spec },
+    refuses: () => undefined,
     usageBound: () => ({ input_tokens: 1_000, output_tokens: 0 }),
     async answer() {
       route.calls++;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { boundedText } from '../content.ts';
+import { IMAGE_DETAILS, IMAGE_LIMITS } from '../images.ts';
 import { LIMITS, MODEL_ID } from '../limits.ts';
 import { CHOICE_LIMITS } from '../question-types/choice.ts';
 import { SCORE_LIMITS } from '../question-types/score.ts';
@@ -12,7 +13,13 @@ import type { AsWritten } from '../request.ts';
  * Only shapes live here; the door translates (apps/gateway/src/doors/openai/).
  */
 
-export const OPENAI_LIMITS = { maxBodyBytes: 1_048_576, minQuestions: 1, maxQuestions: 400 } as const;
+/** The body's limit leaves out the data of `input_image` parts (docs/images.md): with them, 32 MiB in all. */
+export const OPENAI_LIMITS = {
+  maxBodyBytes: 1_048_576,
+  minQuestions: 1,
+  maxQuestions: 400,
+  maxImages: IMAGE_LIMITS.maxDialectImages,
+} as const;
 
 const CacheBreakpoint = z
   .strictObject({ mode: z.literal('explicit') })
@@ -28,6 +35,16 @@ const InputJson = z.strictObject({
   type: z.literal('input_json'),
   data: z.union([JsonObject, z.array(JsonObject)], { error: 'must be an object or an array of objects' }),
 });
+const imagePart = {
+  type: z.literal('input_image'),
+  image_url: z.string({ error: 'is required: a data: URL or an https:// URL' }),
+  detail: z.enum(IMAGE_DETAILS).nullable().optional(),
+};
+/** `DecisionInputImage`: in a user message. */
+const InputImage = z.strictObject({ ...imagePart, prompt_cache_breakpoint: CacheBreakpoint });
+/** `DecisionQuestionInputImage`: in a question's instructions. */
+const QuestionInputImage = z.strictObject(imagePart);
+export type OpenAiInputImage = z.infer<typeof InputImage>;
 const OutputText = z.strictObject({ type: z.literal('output_text'), text: z.string() });
 const RefusalPart = z.strictObject({ type: z.literal('refusal'), refusal: z.string() });
 
@@ -44,7 +61,7 @@ const message = <R extends string, P extends z.ZodType>(role: R, part: P) =>
 export const OpenAiInputMessage = z.discriminatedUnion(
   'role',
   [
-    message('user', z.discriminatedUnion('type', [InputText, InputJson])),
+    message('user', z.discriminatedUnion('type', [InputText, InputImage, InputJson])),
     message('developer', InputText),
     message('system', InputText),
     z.strictObject({
@@ -63,6 +80,7 @@ const Instructions = z.union([
   parts(
     z.discriminatedUnion('type', [
       z.strictObject({ type: z.literal('input_text'), text: z.string() }),
+      QuestionInputImage,
       InputJson,
     ]),
   ),

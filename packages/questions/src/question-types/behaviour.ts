@@ -1,4 +1,4 @@
-import type { AnswerOf, QuestionOf, QuestionType, Truth } from '@decision-gateway/contract';
+import type { AnswerOf, Box, QuestionOf, QuestionType, Truth } from '@decision-gateway/contract';
 import type { Checked } from '../distribution-checks.ts';
 import type { RenderedQuestion } from '../prompt.ts';
 
@@ -6,7 +6,7 @@ import type { RenderedQuestion } from '../prompt.ts';
  * What the gateway does with one type of question, wherever it must treat types differently:
  * render it for a chat upstream, check an upstream's answer, answer it lexically, tell whether an
  * answer is unsure, keep it in a decision record and judge a truth against it. One module per type
- * implements this (choice.ts, score.ts, noul.ts); `index.ts` maps each type to its module.
+ * implements this (choice.ts, score.ts, noul.ts, box.ts); `index.ts` maps each type to its module.
  */
 export interface QuestionBehaviour<T extends QuestionType> {
   /** How many options it offers a language model: a choice's labels, a score's levels, a noul's yes and no. */
@@ -50,8 +50,10 @@ export interface UnsureRule {
 
 /** An answer's distribution as a decision record keeps it (stored JSON: fields only ever added). */
 export interface KeptDistribution {
-  /** choice and score: the probabilities in label or level order; noul: the probability of yes. */
+  /** choice and score: the probabilities in label or level order; noul: the probability of yes; box: its confidence. */
   p: number[] | number;
+  /** box: where the upstream placed it. */
+  box?: Box;
   confidence?: number;
   /** score: the expected level, Σ i·pᵢ. */
   score?: number;
@@ -73,7 +75,10 @@ export interface KeptQuestion extends KeptAnswer {
 }
 
 /** A truth as judged: the index of the true label or level, or the noul's boolean. */
-export type Judged = { type: 'choice' | 'score'; index: number } | { type: 'noul'; value: boolean };
+export type Judged =
+  | { type: 'choice' | 'score'; index: number }
+  | { type: 'noul'; value: boolean }
+  | { type: 'box'; box: Box };
 
 /** One judged answer, as calibration counts it. */
 export interface ScoredAnswer {
@@ -83,8 +88,11 @@ export interface ScoredAnswer {
   correct: boolean;
   /** What the bin observes: right, or for a noul, true. */
   observed: boolean;
-  brier: number;
-  logLoss: number;
+  /** null for a box, whose answer is no distribution. */
+  brier: number | null;
+  logLoss: number | null;
+  /** box: its intersection over union with the truth. */
+  iou?: number;
   /** score: |expected level − truth|; other types have no mean absolute error. */
   absError?: number;
 }

@@ -1,5 +1,6 @@
 import type { Answer, Question, QuestionType } from '@decision-gateway/contract';
 import type { QuestionBehaviour, UnsureRule } from './behaviour.ts';
+import { box } from './box.ts';
 import { choice } from './choice.ts';
 import { noul } from './noul.ts';
 import { score } from './score.ts';
@@ -12,6 +13,7 @@ export const QUESTION_BEHAVIOURS: { readonly [T in QuestionType]: QuestionBehavi
   choice,
   score,
   noul,
+  box,
 };
 
 /** The behaviour of a question's own type, typed for that question. */
@@ -36,6 +38,7 @@ export function summarizeAnswer(answer: Answer): string {
 }
 
 export * from './behaviour.ts';
+export { BOX_IOU_HIT, intersectionOverUnion } from './box.ts';
 export { choiceFromWeights, choiceLabels } from './choice.ts';
 export { DEFAULT_NOUL_CRITERIA, NOUL_EVIDENCE_BIAS, noulFromWeights } from './noul.ts';
 export { scoreFromWeights, scoreLegend } from './score.ts';

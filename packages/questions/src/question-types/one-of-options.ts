@@ -13,7 +13,7 @@ export function top(p: readonly number[]): number {
 
 /** Brier over the one-hot truth, log loss of the truth clamped at 1e−15, right when the top option is true. */
 export function scoreOneOf(p: readonly number[], truth: Judged): ScoredAnswer {
-  const index = truth.type === 'noul' ? -1 : truth.index;
+  const index = truth.type === 'choice' || truth.type === 'score' ? truth.index : -1;
   const best = top(p);
   const correct = best === index;
   return {

@@ -101,7 +101,7 @@ export const score: QuestionBehaviour<'score'> = {
 
   score(kept, truth) {
     const scored = scoreOneOf(kept.p as number[], truth);
-    const index = truth.type === 'noul' ? 0 : truth.index;
+    const index = truth.type === 'score' ? truth.index : 0;
     return { ...scored, absError: Math.abs((kept.score ?? 0) - index) };
   },
 };

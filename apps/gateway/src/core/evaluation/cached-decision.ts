@@ -1,6 +1,7 @@
 import type { Lead } from '../../cache/coalesce.ts';
 import type { CachedDecision } from '../../cache/decision-cache.ts';
-import { keptQuestions } from '../../outcomes/decision-record.ts';
+import { keptImages } from '../../images/decision-images.ts';
+import { keptQuestions, keptText } from '../../outcomes/decision-record.ts';
 import type { KeptDecision } from '../../store/store.ts';
 import type { StageDeps } from './deps.ts';
 import type { AnsweredDecision, RequestCache, Routed } from './evaluation-context.ts';
@@ -63,7 +64,8 @@ export async function keep(
 export function reusedDecision(ctx: Routed, decision: CachedDecision): KeptDecision {
   return {
     questions:
-      decision.kept ?? JSON.stringify(keptQuestions(ctx.request, decision.answers, decision.upstream)),
+      decision.kept ??
+      keptText(keptQuestions(ctx.request, decision.answers, decision.upstream), keptImages(ctx.images ?? [])),
     reused: decision.requestId ?? null,
   };
 }

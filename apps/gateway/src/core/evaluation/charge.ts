@@ -1,5 +1,6 @@
 import { failure } from '@decision-gateway/contract';
 import { budgetRefusal } from '../../budgets/refusal.ts';
+import { needsOf } from '../../images/capabilities.ts';
 import { decisionRecord } from '../../outcomes/decision-record.ts';
 import type { Route, RouteAnswer, RouteCall, RouteOutcome } from '../../routing/route.ts';
 import { StoreUnavailableError } from '../../store/store.ts';
@@ -15,7 +16,11 @@ import { refusedAtReservation } from './payer.ts';
  */
 export async function charge(ctx: Routed, deps: StageDeps): Promise<Stage<Answered>> {
   const { route, request, payer } = ctx;
-  const boundMicro = costMicro(route.usageBound(request, ctx.bodyBytes), deps.pricing);
+  const bound =
+    ctx.images === undefined
+      ? route.usageBound(request, ctx.bodyBytes)
+      : route.usageBound(request, ctx.bodyBytes, needsOf(request, ctx.images), ctx.imageTokens);
+  const boundMicro = costMicro(bound, deps.pricing);
   const reservation = await deps.ledger.reserve(ctx, boundMicro);
   if (!reservation.ok && reservation.code === 'key_refused')
     return refusedAtReservation(ctx, reservation.reason, deps);
@@ -63,6 +68,7 @@ async function ask(ctx: Routed, route: Route, deps: StageDeps): Promise<RouteOut
     deadlineAt: deps.clock() + route.spec.deadlineMs,
   };
   if (ctx.asWritten) call.asWritten = ctx.asWritten;
+  if (ctx.images) call.images = ctx.images;
   if (ctx.call.trace) call.trace = ctx.call.trace;
   if (ctx.call.dialect?.showsRefusals) call.showsRefusals = true;
   const outcome = await route.answer(call);
@@ -96,7 +102,9 @@ async function settle(
       'the upstream reported more usage than was reserved; the reservation was charged',
     );
   }
-  const kept = deps.keepDecisions ? decisionRecord(ctx.request, outcome, ctx.truthValues) : undefined;
+  const kept = deps.keepDecisions
+    ? decisionRecord(ctx.request, outcome, ctx.truthValues, ctx.images)
+    : undefined;
   const debited = await deps.ledger.settle(
     ctx,
     outcome.usage,

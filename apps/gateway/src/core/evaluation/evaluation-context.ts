@@ -1,4 +1,4 @@
-import type { AsWritten, EvaluationRequest, GatewayFailure } from '@decision-gateway/contract';
+import type { AsWritten, DecisionImage, EvaluationRequest, GatewayFailure } from '@decision-gateway/contract';
 import type { DecisionCache, DecisionKey } from '../../cache/decision-cache.ts';
 import type { Route, RouteAnswer } from '../../routing/route.ts';
 import type { KeptDecision, KeyAuth, TokenAuth } from '../../store/store.ts';
@@ -44,6 +44,11 @@ export interface EvaluationContext {
   /** The request as written in its door's dialect, and how its caller names choice options (Translated). */
   asWritten?: AsWritten;
   truthValues?: ReadonlyMap<string, readonly (string | boolean)[]>;
+  /** The request's images, checked (docs/images.md), and the reservation's tokens for them. */
+  images?: DecisionImage[];
+  imageTokens?: number;
+  /** Image bytes this request holds of the instance's budget, given back when it ends. */
+  imageHold?: number;
   /** How many questions the request asked (0 until it is read). */
   questions: number;
   /** A 40001 found while reading, answered once the route is known (docs/http-api.md#errors). */

@@ -27,7 +27,7 @@ export type * from './types.ts';
  * The evaluation pipeline: a fixed order of small stages, each working on one context and
  * returning a failure or nothing (docs/http-api.md#errors gives the order):
  *
- *   authenticate → rate limit → read the request → resolve the route
+ *   authenticate → rate limit → read the request (and its images) → resolve the route
  *     → [decision cache: a hit is served] → charge (reserve → ask → cap → settle)
  *
  * `fail` is the one place a failure becomes an outcome, and the ledger the only code that writes
@@ -58,7 +58,8 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     try {
       const authenticated = await authenticateCaller(ctx, deps);
       if (failed(authenticated)) return await fail(ctx, authenticated);
-      const stop = (await rateLimit(authenticated, deps)) ?? (await readRequest(authenticated));
+      const stop =
+        (await rateLimit(authenticated, deps)) ?? (await readRequest(authenticated, deps.imageBudget));
       if (stop) return await fail(ctx, stop);
       const routed = resolveRoute(authenticated, deps);
       if (failed(routed)) return await fail(ctx, routed);
@@ -76,6 +77,9 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
       if (!ctx.abandoned && call.authorization !== undefined)
         deps.ledger.releaseLater(ctx, 503, async (later) => !failed(await authenticateCaller(later, deps)));
       return { ok: false, failure: unavailable, meta: ctx.meta, log: ctx.log };
+    } finally {
+      // The image bytes this request held are free for others once it is answered.
+      if (ctx.imageHold !== undefined) deps.imageBudget?.give(ctx.imageHold);
     }
   }
 

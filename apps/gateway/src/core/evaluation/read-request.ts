@@ -3,11 +3,16 @@ import {
   type EvaluationRequest,
   failure,
   type GatewayFailure,
+  LIMITS,
   type Parsed,
   parseEvaluationRequest,
+  summarizeIssues,
 } from '@decision-gateway/contract';
+import type { ImageSource } from '../../images/decision-images.ts';
+import type { ImageBudget } from '../../images/image-budget.ts';
 import { isJsonMediaType } from '../media-type.ts';
 import type { EvaluationContext } from './evaluation-context.ts';
+import { assetSources, readImages } from './read-images.ts';
 import type { EvaluationBody } from './types.ts';
 
 /**
@@ -15,36 +20,74 @@ import type { EvaluationBody } from './types.ts';
  * dialect, if it has one): 40002 and 40003
  * end here; any other rule broken (40001) is kept in `ctx.invalid`, since an unknown route (40004)
  * is answered before it (docs/http-api.md#errors). Bytes are read at once; only a lazy body (a
- * tRPC operation) is awaited.
+ * tRPC operation) is awaited. A multipart body (REST) holds its JSON in its `request` part.
  */
 export function readRequest(
   ctx: EvaluationContext,
+  budget?: ImageBudget,
 ): GatewayFailure | undefined | Promise<GatewayFailure | undefined> {
   const { body } = ctx.call;
+  if (body.kind === 'multipart') return readForm(ctx, body, budget);
   const refused = mediaTypeFailure(body.contentType);
   if (refused) return refused;
   if (body.kind === 'bytes') {
     ctx.bodyBytes = body.bytes?.length ?? 0;
-    return parsed(ctx, decodeJsonBody(body.bytes));
+    const decoded = decodeJsonBody(body.bytes);
+    // A body that is no JSON holds no image data: over the door's JSON limit it is too large.
+    if (!decoded.ok && body.textLimit !== undefined && ctx.bodyBytes > body.textLimit)
+      return failure('payload_too_large', `the body is larger than ${body.textLimit} bytes`);
+    return parsed(ctx, decoded, budget);
   }
   ctx.bodyBytes = body.bytes;
-  return readLazy(ctx, body);
+  return readLazy(ctx, body, budget);
 }
 
-async function readLazy(ctx: EvaluationContext, body: Extract<EvaluationBody, { kind: 'lazy' }>) {
-  return parsed(ctx, await body.read());
+async function readLazy(
+  ctx: EvaluationContext,
+  body: Extract<EvaluationBody, { kind: 'lazy' }>,
+  budget: ImageBudget | undefined,
+) {
+  return parsed(ctx, await body.read(), budget);
 }
 
-function parsed(ctx: EvaluationContext, decoded: Parsed<unknown>): GatewayFailure | undefined {
+/** A multipart body: unreadable (40000), its `request` part too long (41300) or missing (40001), else its JSON. */
+function readForm(
+  ctx: EvaluationContext,
+  body: Extract<EvaluationBody, { kind: 'multipart' }>,
+  budget: ImageBudget | undefined,
+): GatewayFailure | undefined {
+  const { form } = body;
+  if (form.malformed !== undefined)
+    return failure('invalid_json', `the multipart body is malformed: ${form.malformed.slice(0, 200)}`);
+  if (form.requestTooLarge)
+    return failure('payload_too_large', `the request part is larger than ${LIMITS.maxBodyBytes} bytes`);
+  if (form.request === undefined) {
+    const issues = [
+      { path: ['request'], message: 'a multipart request needs a part named request holding the JSON body' },
+    ];
+    ctx.invalid = failure('invalid_request', summarizeIssues(issues), { issues });
+    return undefined;
+  }
+  ctx.bodyBytes = form.request.length;
+  return parsed(ctx, decodeJsonBody(form.request), budget);
+}
+
+function parsed(
+  ctx: EvaluationContext,
+  decoded: Parsed<unknown>,
+  budget: ImageBudget | undefined,
+): GatewayFailure | undefined {
   if (!decoded.ok) return decoded.error;
-  const { dialect } = ctx.call;
+  const { dialect, body } = ctx.call;
   let request: Parsed<EvaluationRequest>;
+  let dialectImages: ImageSource[] | undefined;
   if (dialect === undefined) request = parseEvaluationRequest(decoded.value);
   else {
     const spoken = dialect.parse(decoded.value);
     if (spoken.ok) {
       ctx.asWritten = spoken.value.asWritten;
       if (spoken.value.truthValues) ctx.truthValues = spoken.value.truthValues;
+      dialectImages = spoken.value.images;
     }
     request = spoken.ok ? { ok: true, value: spoken.value.request } : spoken;
   }
@@ -54,6 +97,11 @@ function parsed(ctx: EvaluationContext, decoded: Parsed<unknown>): GatewayFailur
     return undefined;
   }
   ctx.request = request.value;
+  const images = dialectImages
+    ? { sources: dialectImages, issues: [] }
+    : assetSources(request.value, body.kind === 'multipart' ? body.form : undefined);
+  const stop = readImages(ctx as EvaluationContext & { request: EvaluationRequest }, images, budget);
+  if (stop) return stop;
   const types: NonNullable<EvaluationContext['log']['questionTypes']> = {};
   let questions = 0;
   for (const id in request.value.questions) {

@@ -1,5 +1,6 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import { cacheDirective, decisionKey } from '../../cache/decision-cache.ts';
+import { needsOf } from '../../images/capabilities.ts';
 import type { Route } from '../../routing/route.ts';
 import type { StageDeps } from './deps.ts';
 import type { Authenticated, Routed, Stage } from './evaluation-context.ts';
@@ -31,8 +32,13 @@ export function resolveRoute(
   if (ctx.invalid) return ctx.invalid;
   // Reading the request kept either a failure or the request: with no failure, it is here.
   const routed = ctx as Routed;
+  // A request only upstreams that see images can answer, on a route without one (docs/images.md#upstreams).
+  if (routed.images !== undefined) {
+    const lacking = route.refuses(needsOf(routed.request, routed.images));
+    if (lacking !== undefined) return failure('invalid_request', lacking);
+  }
   if (store) {
-    const key = decisionKey(deps.cacheScope ?? 'key', payer.id, name, routed.request);
+    const key = decisionKey(deps.cacheScope ?? 'key', payer.id, name, routed.request, routed.images);
     routed.cache = { store, key, directive, ttlSeconds };
   }
   return routed;

@@ -12,6 +12,8 @@ import type {
 import type { Logger } from 'pino';
 import type { Authenticate } from '../../auth/authenticate.ts';
 import type { CacheScope, DecisionCache } from '../../cache/decision-cache.ts';
+import type { ImageSource } from '../../images/decision-images.ts';
+import type { ImageBudget } from '../../images/image-budget.ts';
 import type { RateLimiter } from '../../rate-limit/rate-limiter.ts';
 import type { Route } from '../../routing/route.ts';
 import type { Store } from '../../store/store.ts';
@@ -34,6 +36,8 @@ export interface EvaluationDeps {
   onDebitCapped?(route: string, excessMicro: number): void;
   /** Told of each hard budget a refused reservation would have exceeded (docs/budgets.md). */
   onBudgetRefused?(holder: 'key' | 'project', window: BudgetWindow): void;
+  /** IMAGE_BYTES_IN_FLIGHT (docs/images.md#memory): image bytes requests in flight may hold together. */
+  imageBudget?: ImageBudget;
   /** STORE_TIMEOUT_MS: the longest one store call takes before it fails. */
   storeTimeoutMs?: number;
   /** Keep each answered decision for its outcomes (DECISION_RETENTION_DAYS > 0, docs/outcomes.md). */
@@ -51,9 +55,37 @@ export interface EvaluationDeps {
  * of one operation's input, read only once the media type has been judged (the order of
  * docs/http-api.md#errors).
  */
-export type EvaluationBody =
+export type EvaluationBody = (
   | { kind: 'bytes'; bytes: Uint8Array | undefined; contentType: string | undefined }
-  | { kind: 'lazy'; contentType: string | undefined; bytes: number; read(): Promise<Parsed<unknown>> };
+  | { kind: 'lazy'; contentType: string | undefined; bytes: number; read(): Promise<Parsed<unknown>> }
+  | { kind: 'multipart'; contentType: string | undefined; form: MultipartForm }
+) & {
+  /**
+   * On a door whose JSON may carry image data: the most bytes the body may hold without it
+   * (docs/images.md#rules); more → 41300. Elsewhere the door's reader has held the limit already.
+   */
+  textLimit?: number;
+};
+
+/**
+ * A `multipart/form-data` evaluation (docs/images.md#multipart) as the REST door read it off the
+ * socket, unjudged: the `request` part (the JSON body) and one file part per image.
+ */
+export interface MultipartForm {
+  readonly kind: 'multipart';
+  /** The JSON body, from a field or a file part named `request`. */
+  request?: Buffer;
+  /** The `request` part was longer than 32768 bytes. */
+  requestTooLarge?: boolean;
+  /** File parts by name; one past an image's size limit is `oversized`. */
+  files: Map<string, Buffer | 'oversized'>;
+  /** Parts that have no place: fields other than `request`, a name sent twice, too many files. */
+  stray: string[];
+  /** Why the body is not multipart at all (no boundary, cut short, malformed). */
+  malformed?: string;
+  /** Bytes of the whole body. */
+  bytes: number;
+}
 
 /**
  * How a door's request body becomes the gateway's request, for a door that speaks another
@@ -77,6 +109,8 @@ export interface Translated<W extends AsWritten = AsWritten> {
    * not by the gateway's string labels (a boolean value stays a boolean).
    */
   truthValues?: ReadonlyMap<string, readonly (string | boolean)[]>;
+  /** The images its caller sent, unchecked (docs/images.md): each named and placed in `request`. */
+  images?: ImageSource[];
 }
 
 /** One evaluation as a door hands it over: the request's headers, translated, and its body. */
@@ -114,6 +148,9 @@ export interface EvaluationLog {
   upstreamRequestId?: string;
   /** Logprob upstreams: the lowest share of next-token mass that fell on the offered labels. */
   labelMass?: number;
+  /** Images the request carried, and their decoded bytes (never the images themselves). */
+  images?: number;
+  imageBytes?: number;
   /** How many questions of each type the request asked. */
   questionTypes?: Partial<Record<QuestionType, number>>;
   reason?: string;

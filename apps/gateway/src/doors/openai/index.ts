@@ -1,4 +1,4 @@
-import { MODELS, OPENAI_LIMITS, type OpenAiAsWritten } from '@decision-gateway/contract';
+import { IMAGE_LIMITS, MODELS, OPENAI_LIMITS, type OpenAiAsWritten } from '@decision-gateway/contract';
 import type { FastifyInstance } from 'fastify';
 import type { Dialect, Evaluate } from '../../core/evaluation/index.ts';
 import { answerEvaluation, sendJson } from '../answer.ts';
@@ -39,7 +39,8 @@ const OPENAI_MODELS_BODY = JSON.stringify({
  */
 export async function openAiDoor(app: FastifyInstance, opts: OpenAiDoorOptions) {
   door(app, 'openai', { ...opts, ownsNotFound: true });
-  readRawBodies(app, 'buffer', OPENAI_LIMITS.maxBodyBytes);
+  // 1 MiB of JSON besides the data of its images, 32 MiB in all (docs/images.md#rules).
+  readRawBodies(app, 'buffer', IMAGE_LIMITS.maxBodyBytes);
   const browsers = cors(app, opts.corsOrigins);
 
   serve(
@@ -48,7 +49,10 @@ export async function openAiDoor(app: FastifyInstance, opts: OpenAiDoorOptions) 
     { method: 'POST', path: '/decisions', operation: 'createDecision', browsers: true },
     answerEvaluation(opts.evaluate, {
       door: 'openai',
-      call: (request) => ({ ...rawEvaluationCall(request), dialect: OPENAI_DIALECT }),
+      call: (request) => ({
+        ...rawEvaluationCall(request, OPENAI_LIMITS.maxBodyBytes),
+        dialect: OPENAI_DIALECT,
+      }),
       success: ({ data: { result }, asWritten, refused, usageDetails }) => {
         if (asWritten === undefined) throw new Error('an OpenAI-door decision without its request');
         return JSON.stringify({

@@ -3,6 +3,8 @@ import {
   type EvaluationRequest,
   failure,
   type GatewayFailure,
+  type ImageDetail,
+  type ImageFormat,
   type Issue,
   isPlainObject,
   LIMITS,
@@ -22,14 +24,15 @@ import {
   type UsageDetails,
 } from '@decision-gateway/contract';
 import type { Translated } from '../../core/evaluation/index.ts';
+import type { ImageSource } from '../../images/decision-images.ts';
 
 /**
  * The OpenAI door's translation (docs/openai.md): OpenAI's request → the gateway's, and the
- * gateway's answers, usage and failures → OpenAI's. This gateway takes text and JSON: images and
- * tool items are refused with their path.
+ * gateway's answers, usage and failures → OpenAI's. This gateway takes text, JSON and images: tool
+ * items are refused with their path.
  */
 
-const TEXT_AND_JSON_ONLY = 'this gateway takes text and JSON: images and tool calls are not accepted';
+const NO_TOOLS = 'this gateway takes text, JSON and images: tool calls are not accepted';
 
 /**
  * The body of `POST /openai/v1/decisions` → the decision, or the gateway error of the first rule
@@ -70,31 +73,68 @@ export function parseOpenAiDecisionRequest(body: unknown): Parsed<Translated<Ope
   if (!parsed.success) return invalid(toIssues(parsed.error.issues));
   const request = parsed.data;
   const clashes = idClashes(request.questions);
-  if (clashes.length > 0) return invalid(clashes);
-  return { ok: true, value: toGatewayRequest(request) };
+  const images = imagesOf(request);
+  if (clashes.length > 0 || images.issues.length > 0) return invalid([...clashes, ...images.issues]);
+  return { ok: true, value: toGatewayRequest(request, images.sources) };
 }
 
-/** Images and tool items, wherever they stand: refused with their path. */
+/** Tool items, wherever they stand: refused with their path. */
 function unsupportedParts(body: Record<string, unknown>): Issue[] {
   const issues: Issue[] = [];
-  const refuse = (path: (string | number)[]) => issues.push({ path, message: TEXT_AND_JSON_ONLY });
-  const scan = (items: unknown, path: (string | number)[]) => {
-    if (!Array.isArray(items)) return;
-    items.forEach((item, i) => {
-      if (isPlainObject(item) && item.type === 'input_image') refuse([...path, i]);
-    });
-  };
   if (Array.isArray(body.input))
     body.input.forEach((item, i) => {
-      if (!isPlainObject(item)) return;
-      if (typeof item.type === 'string' && item.type !== 'message') refuse(['input', i]);
-      else scan(item.content, ['input', i, 'content']);
-    });
-  if (Array.isArray(body.questions))
-    body.questions.forEach((question, i) => {
-      if (isPlainObject(question)) scan(question.instructions, ['questions', i, 'instructions']);
+      if (isPlainObject(item) && typeof item.type === 'string' && item.type !== 'message')
+        issues.push({ path: ['input', i], message: NO_TOOLS });
     });
   return issues;
+}
+
+const DATA_URL = /^data:image\/(png|jpeg|webp);base64,/;
+
+/**
+ * Every `input_image` part, in order of appearance (the input, then each question's
+ * instructions), named `image-<i>` (docs/images.md#names); more than 128, or a data URL of
+ * another kind, is refused at its path.
+ */
+function imagesOf(body: OpenAiDecisionRequest): { sources: ImageSource[]; issues: Issue[] } {
+  const sources: ImageSource[] = [];
+  const issues: Issue[] = [];
+  const take = (
+    part: { type: string; image_url?: string; detail?: ImageDetail | null },
+    path: (string | number)[],
+  ) => {
+    if (part.type !== 'input_image' || part.image_url === undefined) return;
+    const ref = `image-${sources.length}`;
+    const detail = part.detail ?? undefined;
+    if (sources.length === OPENAI_LIMITS.maxImages)
+      issues.push({ path, message: `a request takes at most ${OPENAI_LIMITS.maxImages} images` });
+    const url = part.image_url;
+    if (url.startsWith('data:')) {
+      const format = DATA_URL.exec(url)?.[1] as ImageFormat | undefined;
+      if (format === undefined)
+        issues.push({
+          path: [...path, 'image_url'],
+          message: 'a data URL must be data:image/png, image/jpeg or image/webp with ;base64,',
+        });
+      sources.push({
+        ref,
+        path: [...path, 'image_url'],
+        detail,
+        base64: url.slice(url.indexOf(',') + 1),
+        declared: format,
+      });
+    } else sources.push({ ref, path: [...path, 'image_url'], detail, url });
+  };
+  if (typeof body.input !== 'string')
+    body.input.forEach((message, m) => {
+      if (typeof message.content !== 'string')
+        message.content.forEach((part, p) => take(part, ['input', m, 'content', p]));
+    });
+  body.questions.forEach((question, q) => {
+    if (typeof question.instructions !== 'string')
+      question.instructions.forEach((part, p) => take(part, ['questions', q, 'instructions', p]));
+  });
+  return { sources, issues };
 }
 
 /** Names repeated, an unnamed question's `#i` taken by a name, a choice's value twice or `true` beside `"true"`. */
@@ -132,18 +172,27 @@ function idClashes(questions: readonly OpenAiQuestion[]): Issue[] {
   return issues;
 }
 
-/** Text or JSON parts as the gateway's content: one text part is its text, one JSON part its data. */
+/** Where an image stood, the gateway's own request holds its name as text (docs/images.md#names). */
+type Placeholders = { next: number };
+const placeholder = (names: Placeholders) => `[image-${names.next++}]`;
+
+/**
+ * Text, JSON and image parts as the gateway's content: one text part is its text, one JSON part
+ * its data, an image its `[image-<i>]`.
+ */
 function contentOf(
   instructions: OpenAiQuestion['instructions'],
+  names: Placeholders,
 ): string | Record<string, unknown> | unknown[] {
   if (typeof instructions === 'string') return instructions;
-  const [only] = instructions;
-  if (instructions.length === 1 && only) return only.type === 'input_text' ? only.text : only.data;
-  return instructions.map((part) => (part.type === 'input_text' ? part.text : part.data));
+  const parts = instructions.map((part) =>
+    part.type === 'input_text' ? part.text : part.type === 'input_json' ? part.data : placeholder(names),
+  );
+  return parts.length === 1 ? (parts[0] as string | Record<string, unknown>) : parts;
 }
 
-/** The input as the gateway's state (docs/openai.md#for-other-kinds-of-upstream). */
-function stateOf(input: OpenAiDecisionRequest['input']): EvaluationRequest['state'] {
+/** The input as the gateway's state (docs/openai.md#for-other-kinds-of-upstream), images by their names. */
+function stateOf(input: OpenAiDecisionRequest['input'], names: Placeholders): EvaluationRequest['state'] {
   if (typeof input === 'string') return input;
   const [first] = input;
   if (
@@ -156,16 +205,27 @@ function stateOf(input: OpenAiDecisionRequest['input']): EvaluationRequest['stat
     if (part?.type === 'input_text') return part.text;
     if (part?.type === 'input_json') return part.data;
   }
-  return input.map(({ role, content }) => ({ role, content }));
+  return input.map(({ role, content }) => ({
+    role,
+    content:
+      typeof content === 'string'
+        ? content
+        : content.map((part) =>
+            part.type === 'input_image' ? { type: 'input_text', text: placeholder(names) } : part,
+          ),
+  }));
 }
 
-function toGatewayRequest(body: OpenAiDecisionRequest): Translated<OpenAiAsWritten> {
+function toGatewayRequest(body: OpenAiDecisionRequest, images: ImageSource[]): Translated<OpenAiAsWritten> {
   const questions: Record<string, unknown> = {};
   const byId = new Map<string, OpenAiQuestion>();
+  // Named in the order imagesOf found them: the input first, then the questions.
+  const names: Placeholders = { next: 0 };
+  const state = stateOf(body.input, names);
   body.questions.forEach((question, i) => {
     const id = questionIdOf(question, i);
     byId.set(id, question);
-    const instructions = contentOf(question.instructions);
+    const instructions = contentOf(question.instructions, names);
     const own =
       question.type === 'predicate'
         ? { type: 'noul', instructions }
@@ -191,9 +251,10 @@ function toGatewayRequest(body: OpenAiDecisionRequest): Translated<OpenAiAsWritt
       configurable: true,
     });
   });
-  const request = { model: MODEL_ID, state: stateOf(body.input), questions } as unknown as EvaluationRequest;
+  const request = { model: MODEL_ID, state, questions } as unknown as EvaluationRequest;
   return {
     request,
+    ...(images.length > 0 && { images }),
     asWritten: { dialect: 'openai-decisions', body, questions: byId },
     truthValues: truthValuesOf(byId),
   };

@@ -1,5 +1,5 @@
 import { failure, isOpenAiAsWritten } from '@decision-gateway/contract';
-import type { Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
+import type { ImageCapabilities, Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
 import type { UpstreamHttp } from '../../upstream-http.ts';
 import { byteBound } from '../systemone/systemone-upstream.ts';
 import { decisionsBody, readDecision } from './wire.ts';
@@ -13,24 +13,27 @@ export const roundedTolerance = (n: number) => Math.max(0.02, n * 0.005);
  */
 export function createDecisionsUpstream(
   http: UpstreamHttp,
-  options: { name: string; model: string; maxQuestions: number },
+  options: { name: string; model: string; maxQuestions: number; capabilities: ImageCapabilities },
 ): Upstream {
   return {
     name: options.name,
     maxQuestions: options.maxQuestions,
     refuses: true,
     tolerance: roundedTolerance,
-    usageBound: (request, bodyBytes) => byteBound(request, bodyBytes, options.maxQuestions),
+    capabilities: options.capabilities,
+    usageBound: (request, bodyBytes, imageTokens) =>
+      byteBound(request, bodyBytes, options.maxQuestions, imageTokens),
     async answer({
       request,
       requestId,
       deadlineAt,
       asWritten,
       trace,
+      images,
     }: UpstreamCall): Promise<UpstreamOutcome> {
-      // A request written in OpenAI's own dialect (its door) is sent as written.
+      // A request written in OpenAI's own dialect (its door) is sent as written, images and all.
       const original = isOpenAiAsWritten(asWritten) ? asWritten : undefined;
-      const { body, ids } = decisionsBody(request, options.model, original);
+      const { body, ids } = decisionsBody(request, options.model, original, images);
       const questions = Object.keys(request.questions).length;
       const sent = await http.postJson('/decisions', body, { requestId, deadlineAt, trace, questions });
       if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail, unwell: sent.unwell };

@@ -1,10 +1,14 @@
 import { z } from 'zod';
+import { capabilitiesOf, capabilityFields } from '../../../images/capabilities.ts';
 import { connect, httpUrl, maxQuestions, remoteFields, remoteFromEnv, usageFacts } from '../fields.ts';
 import { defineKind } from '../kind.ts';
 import { createDecisionsUpstream } from './decisions-upstream.ts';
 
 /** OpenAI's Decisions API takes up to 400 questions a call. */
 export const DECISIONS_MAX_QUESTIONS = 400;
+
+/** OpenAI's Decisions API sees images, by bytes or URL, up to 128; it has no box question. */
+export const DECISIONS_CAPABILITIES = { images: true, imageUrls: true, box: false, maxImages: 128 } as const;
 
 /**
  * Any service speaking OpenAI's Decisions API (docs/openai.md): `https://api.openai.com/v1` with
@@ -17,6 +21,7 @@ export const openaiDecisions = defineKind({
     ...remoteFields,
     model: z.string().min(1),
     maxQuestions: maxQuestions.default(DECISIONS_MAX_QUESTIONS),
+    ...capabilityFields,
   }),
   requiredEnv: ['UPSTREAM_BASE_URL', 'UPSTREAM_MODEL'],
   fromEnv: remoteFromEnv,
@@ -31,6 +36,7 @@ export const openaiDecisions = defineKind({
         name,
         model: config.model,
         maxQuestions: config.maxQuestions,
+        capabilities: capabilitiesOf(config, DECISIONS_CAPABILITIES),
       },
     ),
 });

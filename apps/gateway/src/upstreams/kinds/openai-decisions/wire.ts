@@ -1,7 +1,9 @@
 import {
   type Content,
+  type DecisionImage,
   type EvaluationRequest,
   isPlainObject,
+  mimeTypeOf,
   type OpenAiAsWritten,
   type OpenAiDecisionRequest,
   type OpenAiQuestion,
@@ -28,6 +30,45 @@ export function inputOf(state: EvaluationRequest['state']): OpenAiDecisionReques
     return [{ role: 'user', content: [{ type: 'input_json', data: state as Record<string, unknown> }] }];
   return JSON.stringify(state);
 }
+
+/** An image as an `input_image` part: a data URL of its bytes, or its URL. */
+export function imageUrlOf(image: DecisionImage): string {
+  return image.source === 'url' ? image.url : `data:${mimeTypeOf(image.format)};base64,${image.base64}`;
+}
+
+/**
+ * The state and the images (docs/images.md#upstreams): one user message, the state's part first,
+ * then each image as an `input_image` part after an `input_text` part `Image <ref>:`.
+ */
+export function inputWithImages(
+  state: EvaluationRequest['state'],
+  images: readonly DecisionImage[],
+): OpenAiDecisionRequest['input'] {
+  const stated = inputOf(state);
+  const first =
+    typeof stated === 'string'
+      ? [{ type: 'input_text' as const, text: stated }]
+      : ((stated[0] as { content: OpenAiUserPart[] }).content ?? []);
+  const parts: OpenAiUserPart[] = [...first];
+  for (const image of images) {
+    parts.push({ type: 'input_text', text: `Image ${image.ref}:` });
+    parts.push({
+      type: 'input_image',
+      image_url: imageUrlOf(image),
+      ...(image.detail !== undefined && { detail: image.detail }),
+    });
+  }
+  return [{ role: 'user', content: parts }];
+}
+
+type OpenAiUserPart = Extract<
+  Extract<OpenAiDecisionRequest['input'], unknown[]>[number],
+  { role: 'user' }
+>['content'] extends infer C
+  ? C extends readonly (infer P)[]
+    ? P
+    : never
+  : never;
 
 /** One gateway question as OpenAI's, named by its ID. */
 export function questionOf(id: string, question: Question): OpenAiQuestion {
@@ -63,6 +104,9 @@ export function questionOf(id: string, question: Question): OpenAiQuestion {
             : { label: String(i), description: textOf(description) },
         ),
       };
+    case 'box':
+      // Capabilities keep a box from this kind (docs/images.md): OpenAI's Decisions API has no box.
+      throw new Error('a box question is never asked of an openai-decisions upstream');
     default:
       return unreachable(question);
   }
@@ -94,6 +138,7 @@ export function decisionsBody(
   request: EvaluationRequest,
   model: string,
   original: OpenAiAsWritten | undefined,
+  images?: readonly DecisionImage[],
 ): { body: OpenAiDecisionRequest; ids: string[] } {
   const ids = Object.keys(request.questions);
   if (original) {
@@ -114,7 +159,7 @@ export function decisionsBody(
     ids,
     body: {
       model,
-      input: inputOf(request.state),
+      input: images && images.length > 0 ? inputWithImages(request.state, images) : inputOf(request.state),
       questions: ids.map((id) => questionOf(id, request.questions[id] as Question)),
     },
   };

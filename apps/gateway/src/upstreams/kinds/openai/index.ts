@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { capabilitiesOf, capabilityFields } from '../../../images/capabilities.ts';
 import { connect, httpUrl, maxQuestions, remoteFields, remoteFromEnv, usageFacts } from '../fields.ts';
 import { defineKind } from '../kind.ts';
 import { createOpenAiUpstream } from './openai-upstream.ts';
@@ -15,6 +16,7 @@ export const openai = defineKind({
     model: z.string().min(1),
     topLogprobs: z.int().min(2).max(100).default(DEFAULT_TOP_LOGPROBS),
     maxQuestions: maxQuestions.optional(),
+    ...capabilityFields,
   }),
   requiredEnv: ['UPSTREAM_BASE_URL', 'UPSTREAM_MODEL'],
   fromEnv: (env) => ({ ...remoteFromEnv(env), topLogprobs: env.topLogprobs }),
@@ -29,6 +31,8 @@ export const openai = defineKind({
         name,
         model: config.model,
         topLogprobs: config.topLogprobs,
+        // A vision chat model takes images when configured so (`images: true`), never a box.
+        capabilities: capabilitiesOf(config, { images: false, imageUrls: false, box: false, maxImages: 16 }),
       },
     ),
 });

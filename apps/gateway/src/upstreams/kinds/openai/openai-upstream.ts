@@ -1,7 +1,9 @@
 import {
+  type DecisionImage,
   failure,
   type GatewayFailure,
   isPlainObject,
+  mimeTypeOf,
   type Question,
   type State,
   type Usage,
@@ -9,6 +11,7 @@ import {
 import {
   answerFromWeights,
   CHOICE_LABELS,
+  type ImageCapabilities,
   optionCount,
   renderQuestion,
   type Upstream,
@@ -61,7 +64,7 @@ export function maxCalls(question: Question, groupSize: number): number {
  */
 export function createOpenAiUpstream(
   http: UpstreamHttp,
-  options: { name: string; model: string; topLogprobs: number },
+  options: { name: string; model: string; topLogprobs: number; capabilities: ImageCapabilities },
 ): Upstream {
   const groupSize = groupSizeFor(options.topLogprobs);
 
@@ -82,7 +85,7 @@ export function createOpenAiUpstream(
           model: options.model,
           messages: [
             { role: 'system', content: prompt.system },
-            { role: 'user', content: prompt.user },
+            { role: 'user', content: userContent(prompt.user, call.images) },
           ],
           max_tokens: 1,
           temperature: 0,
@@ -108,11 +111,12 @@ export function createOpenAiUpstream(
 
   return {
     name: options.name,
-    usageBound(request, bodyBytes) {
-      // Every completion carries the whole state; one output token each.
+    capabilities: options.capabilities,
+    usageBound(request, bodyBytes, imageTokens = 0) {
+      // Every completion carries the whole state, images too; one output token each.
       let calls = 0;
       for (const question of Object.values(request.questions)) calls += maxCalls(question, groupSize);
-      return { input_tokens: calls * (bodyBytes + 256), output_tokens: calls };
+      return { input_tokens: calls * (bodyBytes + 256 + imageTokens), output_tokens: calls };
     },
     async answer(call): Promise<UpstreamOutcome> {
       const tally: Tally = { usage: { input_tokens: 0, output_tokens: 0 }, ids: [], labelMass: 1 };
@@ -182,4 +186,27 @@ export function readCompletion(body: unknown): Completion {
     top: entries,
     usage: { input_tokens: usage.prompt_tokens as number, output_tokens: usage.completion_tokens as number },
   };
+}
+
+/**
+ * The user message: its prompt as text, or for a vision model with images (docs/images.md) the
+ * prompt then each image as an `image_url` part (a data URL) after the text `Image <ref>:`.
+ */
+function userContent(prompt: string, images: readonly DecisionImage[] | undefined): unknown {
+  if (images === undefined || images.length === 0) return prompt;
+  const parts: unknown[] = [{ type: 'text', text: prompt }];
+  for (const image of images) {
+    if (image.source !== 'bytes') continue;
+    parts.push({ type: 'text', text: `Image ${image.ref}:` });
+    parts.push({
+      type: 'image_url',
+      image_url: {
+        url: `data:${mimeTypeOf(image.format)};base64,${image.base64}`,
+        ...(image.detail === 'low' || image.detail === 'high' || image.detail === 'auto'
+          ? { detail: image.detail }
+          : {}),
+      },
+    });
+  }
+  return parts;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { capabilitiesOf, capabilityFields } from '../../../images/capabilities.ts';
 import { connect, httpUrl, maxQuestions, remoteFields, remoteFromEnv, urlPath } from '../fields.ts';
 import { defineKind } from '../kind.ts';
 import { openCloudflareEnvelope } from './cloudflare-envelope.ts';
@@ -18,6 +19,9 @@ export const SYSTEMONE_DEFAULTS = {
   maxQuestions: 8,
   /** Cloudflare's Clef takes at most 64. */
   cloudflareMaxQuestions: 64,
+  /** Images only where configured (`jev-1.14.0` or later); a box wherever images are taken. */
+  maxImages: 32,
+  cloudflareMaxImages: 4,
 } as const;
 
 /**
@@ -35,6 +39,7 @@ export const systemone = defineKind({
       maxQuestions: maxQuestions.optional(),
       /** `cloudflare`: every answer comes wrapped in Workers AI's envelope (Clef). */
       envelope: z.enum(['cloudflare'], { error: 'must be cloudflare' }).optional(),
+      ...capabilityFields,
     })
     .superRefine((config, ctx) => {
       const most = limitOf(config);
@@ -56,6 +61,15 @@ export const systemone = defineKind({
         model: config.model,
         path: config.path,
         maxQuestions: config.maxQuestions ?? limitOf(config),
+        capabilities: capabilitiesOf(config, {
+          images: false,
+          imageUrls: false,
+          box: config.images ?? false,
+          maxImages:
+            config.envelope === 'cloudflare'
+              ? SYSTEMONE_DEFAULTS.cloudflareMaxImages
+              : SYSTEMONE_DEFAULTS.maxImages,
+        }),
       },
     ),
 });

@@ -1,5 +1,11 @@
-import { type EvaluationRequest, failure, isPlainObject, type Usage } from '@decision-gateway/contract';
-import type { Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
+import {
+  type DecisionImage,
+  type EvaluationRequest,
+  failure,
+  isPlainObject,
+  type Usage,
+} from '@decision-gateway/contract';
+import type { ImageCapabilities, Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
 import type { ResponseFacts } from '../../../telemetry/spans.ts';
 import type { UpstreamHttp } from '../../upstream-http.ts';
 import { usageFacts } from '../fields.ts';
@@ -15,20 +21,37 @@ const GROUP_ENVELOPE_BYTES = 64;
  * per further group, never the whole body once per group (which grew with the square of the
  * question count: 400 short questions reserved thousands of credits for a call costing a few). The
  * state is measured as sent, so a body in another dialect (the OpenAI door's) counts alike.
+ * `bodyBytes` leaves image data out: the images' own tokens count once per group (docs/images.md#billing).
  */
 export function byteBound(
   request: Pick<EvaluationRequest, 'state' | 'questions'>,
   bodyBytes: number,
   maxQuestions = Number.POSITIVE_INFINITY,
+  imageTokens = 0,
 ): Usage {
   const count = Object.keys(request.questions).length;
   const groups = Math.max(1, Math.ceil(count / maxQuestions));
   const output = 256 * count;
-  if (groups === 1) return { input_tokens: bodyBytes + output, output_tokens: output };
+  const images = groups * imageTokens;
+  if (groups === 1) return { input_tokens: bodyBytes + images + output, output_tokens: output };
   // Measured only when grouped.
   const perGroup = Buffer.byteLength(JSON.stringify(request.state)) + GROUP_ENVELOPE_BYTES;
-  return { input_tokens: bodyBytes + (groups - 1) * perGroup + output, output_tokens: output };
+  return { input_tokens: bodyBytes + (groups - 1) * perGroup + images + output, output_tokens: output };
 }
+
+/** System One's `jev-1.14.0` `assets`: every image as base64, by its ref. */
+export function assetsOf(images: readonly DecisionImage[]): Record<string, unknown> {
+  const assets: Record<string, unknown> = {};
+  for (const image of images) {
+    // Capabilities keep URL images from this kind (imageUrls is false unless configured).
+    if (image.source !== 'bytes') continue;
+    assets[image.ref] = { type: 'image', format: image.format, data_base64: image.base64 };
+  }
+  return assets;
+}
+
+/** The header System One asks of a request that carries images. */
+const IMAGES_HEADER = { 'typesafe-danger-zone-images': 'true' } as const;
 
 /**
  * A service speaking the native System One protocol: the gateway's own request with the model
@@ -38,18 +61,31 @@ export function byteBound(
  */
 export function createSystemOneUpstream(
   http: UpstreamHttp,
-  options: { name: string; model: string; path: string; maxQuestions: number },
+  options: {
+    name: string;
+    model: string;
+    path: string;
+    maxQuestions: number;
+    capabilities: ImageCapabilities;
+  },
 ): Upstream {
   return {
     name: options.name,
     maxQuestions: options.maxQuestions,
-    usageBound: (request, bodyBytes) => byteBound(request, bodyBytes, options.maxQuestions),
-    async answer({ request, requestId, deadlineAt, trace }: UpstreamCall): Promise<UpstreamOutcome> {
-      const sent = await http.postJson(
-        options.path,
-        { model: options.model, state: request.state, questions: request.questions },
-        { requestId, deadlineAt, trace, questions: Object.keys(request.questions).length },
-      );
+    capabilities: options.capabilities,
+    usageBound: (request, bodyBytes, imageTokens) =>
+      byteBound(request, bodyBytes, options.maxQuestions, imageTokens),
+    async answer({ request, requestId, deadlineAt, trace, images }: UpstreamCall): Promise<UpstreamOutcome> {
+      const body = { model: options.model, state: request.state, questions: request.questions };
+      const questions = Object.keys(request.questions).length;
+      const sent =
+        images === undefined || images.length === 0
+          ? await http.postJson(options.path, body, { requestId, deadlineAt, trace, questions })
+          : await http.postJson(
+              options.path,
+              { ...body, assets: assetsOf(images) },
+              { requestId, deadlineAt, trace, questions, headers: IMAGES_HEADER },
+            );
       if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail, unwell: sent.unwell };
       const result = readResult(sent.body);
       if (!result) {

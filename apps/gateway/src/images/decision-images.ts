@@ -1,0 +1,132 @@
+import { createHash } from 'node:crypto';
+import {
+  type DecisionImage,
+  type EvaluationRequest,
+  IMAGE_LIMITS,
+  type ImageDetail,
+  type ImageFormat,
+  inspectImage,
+  type KeptImage,
+} from '@decision-gateway/contract';
+
+/** Where a rule broken is reported: the image's path in the request as its caller wrote it. */
+type IssuePath = (string | number)[];
+
+/**
+ * An image as a door received it, before any check: base64 text (with the format its caller
+ * declared, if any), a multipart file part's bytes, or a URL.
+ */
+export type ImageSource = { ref: string; path: IssuePath; detail?: ImageDetail | undefined } & (
+  | { base64: string; declared?: ImageFormat | undefined }
+  | { bytes: Uint8Array }
+  | { url: string }
+);
+
+export interface ImageIssue {
+  path: IssuePath;
+  message: string;
+}
+
+/** Standard base64, padded: what `data_base64` and a data URL carry. */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * Each image checked from its bytes (docs/images.md#rules): base64, format by magic bytes (and as
+ * declared), sides from the header, size. A URL is only checked as text: the gateway never
+ * requests it. Every issue is found, each at its path.
+ */
+export function checkImages(
+  sources: readonly ImageSource[],
+): { ok: true; images: DecisionImage[] } | { ok: false; issues: ImageIssue[] } {
+  const images: DecisionImage[] = [];
+  const issues: ImageIssue[] = [];
+  for (const source of sources) {
+    const checked = checkImage(source);
+    if (typeof checked === 'string') issues.push({ path: source.path, message: checked });
+    else images.push(checked);
+  }
+  return issues.length > 0 ? { ok: false, issues } : { ok: true, images };
+}
+
+function checkImage(source: ImageSource): DecisionImage | string {
+  const detail = source.detail === undefined ? {} : { detail: source.detail };
+  if ('url' in source) {
+    if (source.url.length > IMAGE_LIMITS.maxUrlLength)
+      return `an image URL takes at most ${IMAGE_LIMITS.maxUrlLength} characters`;
+    if (!isHttpsUrl(source.url)) return 'an image URL must be an https:// URL';
+    return { ref: source.ref, source: 'url', url: source.url, ...detail };
+  }
+  let bytes: Uint8Array;
+  let base64: string;
+  if ('bytes' in source) {
+    bytes = source.bytes;
+    base64 = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+  } else {
+    // The decoded size is known from the text: refuse a huge one before decoding it.
+    if (source.base64.length === 0) return 'the image is empty';
+    if ((source.base64.length / 4) * 3 > IMAGE_LIMITS.maxImageBytes + 2)
+      return `the image is larger than ${IMAGE_LIMITS.maxImageBytes} bytes`;
+    if (!BASE64.test(source.base64))
+      return 'is not valid standard base64 (A–Z, a–z, 0–9, +, /, padded with =)';
+    base64 = source.base64;
+    bytes = Buffer.from(base64, 'base64');
+  }
+  const facts = inspectImage(bytes);
+  if (!facts.ok) return facts.reason;
+  const declared = 'declared' in source ? source.declared : undefined;
+  if (declared !== undefined && declared !== facts.value.format)
+    return `is declared ${declared} but its bytes are ${facts.value.format}`;
+  return {
+    ref: source.ref,
+    source: 'bytes',
+    ...facts.value,
+    sha256: sha256Hex(bytes),
+    byteLength: bytes.byteLength,
+    base64,
+    ...detail,
+  };
+}
+
+function isHttpsUrl(text: string): boolean {
+  try {
+    return new URL(text).protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+const sha256Hex = (data: Uint8Array | string) => createHash('sha256').update(data).digest('hex');
+
+/** The refs of `assets` that the state, instructions and criteria never mention (docs/images.md). */
+export function unmentionedRefs(request: EvaluationRequest, refs: readonly string[]): string[] {
+  const texts = [JSON.stringify(request.state)];
+  for (const id in request.questions) {
+    const question = request.questions[id] as { instructions?: unknown; criteria?: unknown };
+    texts.push(JSON.stringify(question.instructions ?? null), JSON.stringify(question.criteria ?? null));
+  }
+  const text = texts.join('\n');
+  return refs.filter((ref) => !text.includes(ref));
+}
+
+/** The images' decoded bytes, in all. */
+export const imageBytesOf = (images: readonly DecisionImage[]) =>
+  images.reduce((sum, image) => sum + (image.source === 'bytes' ? image.byteLength : 0), 0);
+
+/** What a decision record keeps of each image: never its bytes or its URL. */
+export function keptImages(images: readonly DecisionImage[]): KeptImage[] {
+  return images.map((image) =>
+    image.source === 'bytes'
+      ? {
+          ref: image.ref,
+          format: image.format,
+          width: image.width,
+          height: image.height,
+          sha256: image.sha256,
+        }
+      : { ref: image.ref, format: null, width: null, height: null, sha256: sha256Hex(image.url) },
+  );
+}
+
+/** How the decision cache tells images apart: each one's SHA-256, a URL by its text (docs/routes.md#decision-cache). */
+export const imageIdentity = (images: readonly DecisionImage[]): string[] =>
+  images.map((image) => `${image.ref}=${image.source === 'bytes' ? image.sha256 : `url:${image.url}`}`);
