@@ -1,11 +1,18 @@
-import { createGatewayClient, type EvaluationMeta, GatewayError } from '@decision-gateway/client';
+import { createGatewayClient, type EvaluationMeta, GatewayError, image } from '@decision-gateway/client';
 import type { Answer, KeyObject } from '@decision-gateway/contract';
 import { useEffect, useState } from 'react';
 import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { AdminError, admin } from './api.ts';
 import { Chart } from './Chart.tsx';
 import { Field } from './Field.tsx';
-import { buildQuestions, type EditorQuestion, EXAMPLE_QUESTION, EXAMPLE_STATE, retype } from './questions.ts';
+import {
+  buildQuestions,
+  type EditorQuestion,
+  EXAMPLE_QUESTION,
+  EXAMPLE_STATE,
+  IMAGE_REF,
+  retype,
+} from './questions.ts';
 
 const usable = (key: KeyObject) =>
   key.revokedAt === null &&
@@ -16,6 +23,15 @@ interface Asked {
   answers: Record<string, Answer>;
   creditsUsed: number;
   meta: EvaluationMeta;
+  /** The image sent, as an object URL, to draw boxes over. */
+  picture?: string;
+}
+
+/** The image chosen for the next question, read from its file. */
+interface Picture {
+  bytes: Uint8Array;
+  url: string;
+  name: string;
 }
 
 /** Asks a decision through the gateway's evaluation door with a token minted for the chosen key. */
@@ -30,6 +46,7 @@ export function Playground({ keys }: { keys: KeyObject[] }) {
   const [asked, setAsked] = useState<Asked>();
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
+  const [picture, setPicture] = useState<Picture>();
   useEffect(() => {
     // The newest usable key, at first (keys come newest first).
     if (keyId === undefined || !keys.some((k) => k.id === keyId))
@@ -52,8 +69,14 @@ export function Playground({ keys }: { keys: KeyObject[] }) {
       const { result, creditsUsed, meta } = await client.evaluate({
         state,
         questions: built.questions as never,
+        ...(picture && { assets: { [IMAGE_REF]: image(picture.bytes) } }),
       });
-      setAsked({ answers: result.answers as Record<string, Answer>, creditsUsed, meta });
+      setAsked({
+        answers: result.answers as Record<string, Answer>,
+        creditsUsed,
+        meta,
+        ...(picture && { picture: picture.url }),
+      });
     } catch (caught) {
       setError(
         caught instanceof AdminError || caught instanceof GatewayError ? caught.message : String(caught),
@@ -80,6 +103,26 @@ export function Playground({ keys }: { keys: KeyObject[] }) {
       <Field label="State">
         {(id) => <textarea id={id} rows={3} value={state} onChange={(e) => setState(e.target.value)} />}
       </Field>
+      <Field label={`Image (sent as "${IMAGE_REF}": mention it in the state or instructions)`}>
+        {(id) => (
+          <input
+            id={id}
+            type="file"
+            accept="image/png,image/jpeg,image/webp"
+            onChange={async (e) => {
+              const file = e.target.files?.[0];
+              if (picture) URL.revokeObjectURL(picture.url);
+              setPicture(
+                file && {
+                  bytes: new Uint8Array(await file.arrayBuffer()),
+                  url: URL.createObjectURL(file),
+                  name: file.name,
+                },
+              );
+            }}
+          />
+        )}
+      </Field>
       {questions.map((q, i) => (
         <fieldset key={rows[i]?.uid} className="question">
           <legend>Question {i + 1}</legend>
@@ -96,6 +139,7 @@ export function Playground({ keys }: { keys: KeyObject[] }) {
                 <option value="choice">choice</option>
                 <option value="score">score</option>
                 <option value="noul">noul</option>
+                <option value="box">box</option>
               </select>
             )}
           </Field>
@@ -172,6 +216,8 @@ function Answers({ asked }: { asked: Asked }) {
         x-dg-upstream {asked.meta.upstream ?? '–'} · x-dg-cache {asked.meta.cache ?? '–'}
       </p>
       {Object.entries(asked.answers).map(([id, answer]) => {
+        if (answer.type === 'box')
+          return <BoxOver key={id} id={id} answer={answer} picture={asked.picture} />;
         const bars =
           answer.type === 'noul'
             ? [
@@ -201,5 +247,40 @@ function Answers({ asked }: { asked: Asked }) {
         );
       })}
     </div>
+  );
+}
+
+/**
+ * A box answer drawn over the image it was asked about: an outline placed by the answer's
+ * fractions, and the same in words for a reader that does not see it.
+ */
+function BoxOver({
+  id,
+  answer,
+  picture,
+}: {
+  id: string;
+  answer: Extract<Answer, { type: 'box' }>;
+  picture: string | undefined;
+}) {
+  const { top, bottom, left, right } = answer.box;
+  const percent = (n: number) => `${(n * 100).toFixed(1)}%`;
+  const words = `${id}: top ${percent(top)}, bottom ${percent(bottom)}, left ${percent(left)}, right ${percent(right)} (confidence ${answer.confidence.toFixed(2)})`;
+  return (
+    <figure className="box-answer">
+      <div className="box-frame" role="img" aria-label={`Box of ${id}`}>
+        {picture && <img src={picture} alt="" />}
+        <div
+          className="box-outline"
+          style={{
+            top: percent(top),
+            left: percent(left),
+            width: percent(right - left),
+            height: percent(bottom - top),
+          }}
+        />
+      </div>
+      <figcaption>{words}</figcaption>
+    </figure>
   );
 }

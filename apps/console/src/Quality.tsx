@@ -87,7 +87,7 @@ export function Quality() {
                     </td>
                     <td>{g.outcomes}</td>
                     <td>{short(g.accuracy)}</td>
-                    <td>{short(g.brier)}</td>
+                    <td>{g.brier === null ? '–' : short(g.brier)}</td>
                     <td>{short(g.ece)}</td>
                   </tr>
                 ))}

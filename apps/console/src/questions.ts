@@ -4,7 +4,8 @@ import { unreachable } from '@decision-gateway/contract/limits';
 export type EditorQuestion =
   | { id: string; type: 'choice'; instructions: string; options: string }
   | { id: string; type: 'score'; instructions: string; levels: string }
-  | { id: string; type: 'noul'; instructions: string };
+  | { id: string; type: 'noul'; instructions: string }
+  | { id: string; type: 'box'; instructions: string };
 
 /** The question the playground opens with, so Ask works at once (docs/console.md). */
 export const EXAMPLE_QUESTION: EditorQuestion = {
@@ -25,6 +26,7 @@ export function retype(question: EditorQuestion, type: EditorQuestion['type']): 
     case 'score':
       return { id, type, instructions, levels: 'low\nmedium\nhigh' };
     case 'noul':
+    case 'box':
       return { id, type, instructions };
     default:
       return unreachable(type);
@@ -87,7 +89,13 @@ function buildQuestion(
     case 'noul':
       if (instructions === '') return { ok: false, problem: `${id}: a noul needs its statement` };
       return { ok: true, question: { type: 'noul', instructions } };
+    case 'box':
+      if (instructions === '') return { ok: false, problem: `${id}: a box needs to say what to find` };
+      return { ok: true, question: { type: 'box', instructions } };
     default:
       return unreachable(question);
   }
 }
+
+/** The ref the playground gives the image it sends: the state or instructions mention it. */
+export const IMAGE_REF = 'photo';

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -9,7 +9,7 @@ import {
   type Store,
 } from '@decision-gateway/gateway';
 import { singleRoute } from '@decision-gateway/gateway/testing';
-import { createLexicalUpstream } from '@decision-gateway/questions';
+import { createLexicalUpstream, type Upstream } from '@decision-gateway/questions';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +21,22 @@ const REQUEST = {
   model: 'vendor/model-1.13',
   state: 'I was charged twice for my order. Please refund me.',
   questions: { refund: { type: 'noul', instructions: 'Is this a refund request?' } },
+};
+
+/** An upstream that sees images and answers every box question with the same box. */
+const boxFinder: Upstream = {
+  name: 'vision',
+  capabilities: { images: true, imageUrls: false, box: true, maxImages: 32 },
+  usageBound: () => ({ input_tokens: 4_000, output_tokens: 0 }),
+  async answer({ request, images }) {
+    const answers: Record<string, unknown> = {};
+    for (const [id, question] of Object.entries(request.questions))
+      answers[id] =
+        question.type === 'box'
+          ? { type: 'box', box: { top: 0.25, bottom: 0.75, left: 0.5, right: 0.9 }, confidence: 0.8 }
+          : { type: 'noul', noul: images?.length ? 0.9 : 0.1 };
+    return { ok: true, answers, usage: { input_tokens: 900, output_tokens: 0 } };
+  },
 };
 
 describe('the console, in a real Chromium, by its accessible names', () => {
@@ -45,7 +61,8 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     const gateway = composeGateway({
       store,
       routes: new Map([
-        ...singleRoute(createLexicalUpstream(), { logger }),
+        // Text goes to the lexical baseline; a request with an image to the one upstream that sees it.
+        ...singleRoute(createLexicalUpstream(), { logger, fallbacks: [boxFinder] }),
         // A route that escalates unsure nouls to a second upstream, for the Quality page's advice.
         ...singleRoute(createLexicalUpstream(), {
           logger,
@@ -189,6 +206,35 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     await chart.waitFor();
     await expect.poll(() => page.getByText(/x-dg-route default · x-dg-upstream lexical/).count()).toBe(1);
     await page.screenshot({ path: join(SHOTS, 'console-playground.png'), fullPage: true });
+  });
+
+  it('takes an image in the playground and draws the answered box over it', async () => {
+    const photo = join(SHOTS, 'parcel.png');
+    writeFileSync(photo, await parcelPicture());
+    await page.getByLabel(/^Image/).setInputFiles(photo);
+    await page.getByLabel('State', { exact: true }).fill('The parcel in photo arrived crushed.');
+    await page.getByLabel('Type', { exact: true }).first().selectOption('box');
+    await page.getByLabel('ID', { exact: true }).first().fill('dent');
+    await page.getByLabel('Instructions', { exact: true }).first().fill('Where on the parcel in photo is the dent?');
+    await page.getByRole('button', { name: 'Ask' }).click();
+    const drawn = page.getByRole('img', { name: 'Box of dent' });
+    await drawn.waitFor();
+    await expect.poll(() => page.getByText(/x-dg-upstream vision/).count()).toBe(1);
+    await expect
+      .poll(() =>
+        page.getByText('dent: top 25.0%, bottom 75.0%, left 50.0%, right 90.0% (confidence 0.80)').count(),
+      )
+      .toBe(1);
+    // The outline sits where the answer put it, over the picture as the browser drew it.
+    const frame = await drawn.boundingBox();
+    const outline = await drawn.locator('.box-outline').boundingBox();
+    expect(frame && outline).toBeTruthy();
+    if (frame && outline) {
+      expect(Math.abs(outline.x - (frame.x + 0.5 * frame.width))).toBeLessThan(3);
+      expect(Math.abs(outline.y - (frame.y + 0.25 * frame.height))).toBeLessThan(3);
+      expect(Math.abs(outline.width - 0.4 * frame.width)).toBeLessThan(3);
+    }
+    await drawn.screenshot({ path: join(SHOTS, 'console-playground-box.png') });
   });
 
   it('charts a key’s usage, lists its recent requests, adds credits and revokes it after confirming', async () => {
@@ -353,3 +399,45 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     await page.screenshot({ path: join(SHOTS, 'console-375.png'), fullPage: true });
   });
 });
+
+/** A 320×200 PNG of a parcel-brown field with a darker patch (written by hand: PNG is simple). */
+async function parcelPicture(): Promise<Buffer> {
+  const { deflateSync } = await import('node:zlib');
+  const width = 320;
+  const height = 200;
+  const rows = Buffer.alloc((width * 3 + 1) * height);
+  for (let y = 0; y < height; y++) {
+    const row = y * (width * 3 + 1);
+    for (let x = 0; x < width; x++) {
+      const dent = x > 170 && x < 280 && y > 60 && y < 140;
+      rows.set(dent ? [110, 70, 30] : [200, 150, 90], row + 1 + x * 3);
+    }
+  }
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 2, 0, 0, 0], 8);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(rows)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+function crc32(bytes: Buffer): number {
+  let crc = 0xffffffff;
+  for (const byte of bytes) {
+    crc ^= byte;
+    for (let k = 0; k < 8; k++) crc = crc & 1 ? (crc >>> 1) ^ 0xedb88320 : crc >>> 1;
+  }
+  return (crc ^ 0xffffffff) >>> 0;
+}

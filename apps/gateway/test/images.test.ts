@@ -97,7 +97,7 @@ describe('images through the REST door (JSON and multipart), to a System One ups
       headers: bearer(key.key),
       body: form,
     });
-    const body = await response.json();
+    const body: any = await response.json();
     expect(response.status).toBe(200);
     expect(body.code).toBe(0);
     // The format is read from the bytes, whatever the part's own Content-Type claimed.
@@ -351,7 +351,7 @@ describe('the rules every image is held to, each at its path', () => {
     form.set('request', JSON.stringify(parcelRequest({ 'photo-7f3a': { type: 'image', part: 'photo' } })));
     form.set('extra', new Blob([images.png as Buffer]), 'extra.png');
     const res = await fetch(`${gw.url}/v1/systemone`, { method: 'POST', headers: bearer(key), body: form });
-    const body = await res.json();
+    const body: any = await res.json();
     expect(res.status).toBe(400);
     expect(body.error.issues).toContainEqual({ path: ['extra'], message: 'is a file part no asset names' });
     expect(body.error.issues).toContainEqual({
@@ -362,7 +362,7 @@ describe('the rules every image is held to, each at its path', () => {
     empty.set('photo', new Blob([images.png as Buffer]), 'photo.png');
     const none = await fetch(`${gw.url}/v1/systemone`, { method: 'POST', headers: bearer(key), body: empty });
     expect(none.status).toBe(400);
-    expect((await none.json()).error.issues).toContainEqual({
+    expect(((await none.json()) as any).error.issues).toContainEqual({
       path: ['request'],
       message: 'a multipart request needs a part named request holding the JSON body',
     });
@@ -373,7 +373,7 @@ describe('the rules every image is held to, each at its path', () => {
     form.set('request', JSON.stringify({ ...parcelRequest({}), state: 'x'.repeat(40_000) }));
     const res = await fetch(`${gw.url}/v1/systemone`, { method: 'POST', headers: bearer(key), body: form });
     expect(res.status).toBe(413);
-    expect((await res.json()).code).toBe(41300);
+    expect(((await res.json()) as any).code).toBe(41300);
     const broken = await post(gw.url, '/v1/systemone', 'no parts here', {
       ...bearer(key),
       'content-type': 'multipart/form-data; boundary=xyz',

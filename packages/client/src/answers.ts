@@ -26,6 +26,20 @@ export interface NoulAnswerOf {
   noul: number;
 }
 
+/** Fractions of the image from its top-left corner: `top ≤ bottom`, `left ≤ right`. */
+export interface BoxEdges {
+  top: number;
+  bottom: number;
+  left: number;
+  right: number;
+}
+
+export interface BoxAnswerOf {
+  type: 'box';
+  box: BoxEdges;
+  confidence: number;
+}
+
 /** The answer a question definition gets back, typed from the definition itself. */
 export type AnswerOf<Q> =
   Q extends ChoiceDefinition<infer Criteria>
@@ -34,7 +48,9 @@ export type AnswerOf<Q> =
       ? ScoreAnswerOf<Levels>
       : Q extends { type: 'noul' }
         ? NoulAnswerOf
-        : never;
+        : Q extends { type: 'box' }
+          ? BoxAnswerOf
+          : never;
 
 /** One typed answer per question ID sent, and no others. */
 export type AnswersOf<Questions extends Record<string, QuestionDefinition>> = {
@@ -67,7 +83,7 @@ export type LevelNumber<Levels extends readonly unknown[]> =
 
 /**
  * What turned out true for a question (docs/outcomes.md): a choice one of its
- * labels, a score a level index, a noul a boolean.
+ * labels, a score a level index, a noul a boolean, a box where the thing really was.
  */
 export type TruthOf<Q> =
   Q extends ChoiceDefinition<infer Criteria>
@@ -76,7 +92,9 @@ export type TruthOf<Q> =
       ? LevelNumber<Levels>
       : Q extends { type: 'noul' }
         ? boolean
-        : never;
+        : Q extends { type: 'box' }
+          ? BoxEdges
+          : never;
 
 /** Outcomes for some of a decision's questions, each typed by its question. */
 export type OutcomesOf<Questions extends Record<string, QuestionDefinition>> = {

@@ -11,7 +11,7 @@ import { MODEL_ID, type ModelId } from '@decision-gateway/contract/limits';
 import { createTRPCClient, httpLink, type TRPCClient, type TRPCLink } from '@trpc/client';
 import { observable } from '@trpc/server/observable';
 import type { Evaluation, EvaluationMeta, OutcomesOf } from './answers.ts';
-import type { QuestionDefinition } from './builders.ts';
+import type { ImageAssetDefinition, QuestionDefinition } from './builders.ts';
 import { type GatewayError, GatewayNetworkError, toGatewayError } from './errors.ts';
 
 export interface RetryOptions {
@@ -45,6 +45,8 @@ export interface GatewayClientOptions {
 export interface EvaluateRequest<Questions extends Record<string, QuestionDefinition>> {
   state: State;
   questions: Questions;
+  /** Images by ref, each made with `image(bytes)`; the state or instructions mention each ref. */
+  assets?: Record<string, ImageAssetDefinition>;
   /** Defaults to the gateway's model, `vendor/model-1.13`. */
   model?: ModelId;
   /** A route of the gateway's configuration, sent as `x-dg-route` (default: the key's, else `default`). */
@@ -205,7 +207,12 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
   return {
     trpc,
     async evaluate(request) {
-      const input = { model: request.model ?? MODEL_ID, state: request.state, questions: request.questions };
+      const input = {
+        model: request.model ?? MODEL_ID,
+        state: request.state,
+        questions: request.questions,
+        ...(request.assets !== undefined && { assets: request.assets }),
+      };
       const callHeaders: Record<string, string> = {};
       if (request.route !== undefined) callHeaders['x-dg-route'] = request.route;
       if (request.cache !== undefined) callHeaders['cache-control'] = request.cache;

@@ -3,6 +3,8 @@ export type { AppRouter } from '@decision-gateway/api';
 export type {
   AnswerOf,
   AnswersOf,
+  BoxAnswerOf,
+  BoxEdges,
   ChoiceAnswerOf,
   Evaluation,
   EvaluationMeta,
@@ -14,8 +16,12 @@ export type {
   TruthOf,
 } from './answers.ts';
 export {
+  type BoxDefinition,
+  box,
   type ChoiceDefinition,
   choice,
+  type ImageAssetDefinition,
+  image,
   type NoulCriteria,
   type NoulDefinition,
   noul,

@@ -14,6 +14,8 @@ export interface SingleRouteOptions {
   cacheTtlSeconds?: number;
   metrics?: GatewayMetrics;
   stats?: UpstreamStats;
+  /** Upstreams after the first, in the route's order (its fallbacks). */
+  fallbacks?: Upstream[];
   /** Unsure answers asked again of this upstream (docs/routes.md). */
   escalate?: { to: Upstream; confidenceBelow?: number; noulWithin?: readonly [number, number] };
 }
@@ -27,7 +29,7 @@ export function singleRoute(upstream: Upstream, options: SingleRouteOptions): Re
   const name = options.name ?? 'default';
   const spec = {
     name,
-    members: [{ upstream, timeoutMs }],
+    members: [upstream, ...(options.fallbacks ?? [])].map((member) => ({ upstream: member, timeoutMs })),
     deadlineMs: 2 * timeoutMs,
     cacheTtlSeconds: options.cacheTtlSeconds ?? 0,
     ...(options.escalate && {

@@ -126,14 +126,13 @@ function imagesOf(body: OpenAiDecisionRequest): { sources: ImageSource[]; issues
     } else sources.push({ ref, path: [...path, 'image_url'], detail, url });
   };
   if (typeof body.input !== 'string')
-    body.input.forEach((message, m) => {
+    for (const [m, message] of body.input.entries())
       if (typeof message.content !== 'string')
-        message.content.forEach((part, p) => take(part, ['input', m, 'content', p]));
-    });
-  body.questions.forEach((question, q) => {
+        for (const [p, part] of message.content.entries()) take(part, ['input', m, 'content', p]);
+  for (const [q, question] of body.questions.entries())
     if (typeof question.instructions !== 'string')
-      question.instructions.forEach((part, p) => take(part, ['questions', q, 'instructions', p]));
-  });
+      for (const [p, part] of question.instructions.entries())
+        take(part, ['questions', q, 'instructions', p]);
   return { sources, issues };
 }
 
