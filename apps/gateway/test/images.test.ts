@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { MODEL_ID } from '@decision-gateway/contract';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, configuredRoutes, post, startGateway, type TestGateway } from './harness.ts';
@@ -402,41 +402,37 @@ describe('the rules every image is held to, each at its path', () => {
     );
     const total = 40 * 1024 * 1024;
     const url = new URL(`${gw.url}/v1/systemone`);
+    // A raw socket: what the gateway answers is read whatever happens to the rest of the upload.
     const outcome = await new Promise<{ status: number; body: string; sentWhenAnswered: number }>(
-      (resolve, reject) => {
+      (resolve) => {
         let sent = 0;
-        const req = httpRequest(
-          {
-            host: url.hostname,
-            port: url.port,
-            path: url.pathname,
-            method: 'POST',
-            headers: { ...bearer(key), 'content-type': `multipart/form-data; boundary=${boundary}` },
-          },
-          (res) => {
-            const sentWhenAnswered = sent;
-            let body = '';
-            res.on('data', (chunk) => {
-              body += chunk;
-            });
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body, sentWhenAnswered }));
-            req.destroy();
-          },
-        );
-        req.on('error', (error) => (sent < total ? undefined : reject(error)));
+        let answer = '';
+        let sentWhenAnswered = -1;
+        const socket = connect(Number(url.port), url.hostname, () => {
+          socket.write(
+            `POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\n` +
+              `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${total}\r\n\r\n`,
+          );
+          pump();
+        });
         const chunk = Buffer.alloc(256 * 1024, 0x41);
         const pump = () => {
-          while (sent < total) {
-            const next = sent === 0 ? head : chunk;
+          while (sent < total && sentWhenAnswered < 0 && !socket.destroyed) {
+            const next = sent === 0 ? head : chunk.subarray(0, Math.min(chunk.length, total - sent));
             sent += next.length;
-            if (!req.write(next)) {
-              req.once('drain', pump);
-              return;
-            }
+            if (!socket.write(next)) return void socket.once('drain', pump);
           }
-          req.end();
         };
-        pump();
+        socket.on('data', (data) => {
+          if (sentWhenAnswered < 0) sentWhenAnswered = sent;
+          answer += data.toString('latin1');
+        });
+        socket.on('error', () => {});
+        socket.on('close', () => {
+          const [headers = '', body = ''] = answer.split('\r\n\r\n');
+          const status = Number(headers.split(' ')[1]);
+          resolve({ status, body, sentWhenAnswered });
+        });
       },
     );
     // The gateway answers and closes while bytes are still coming: the body (which a reset may

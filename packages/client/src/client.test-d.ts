@@ -1,9 +1,36 @@
 import { describe, expectTypeOf, it } from 'vitest';
-import { choice, createGatewayClient, type GatewayClient, type GatewayError, noul, score } from './index.ts';
+import {
+  box,
+  choice,
+  createGatewayClient,
+  type GatewayClient,
+  type GatewayError,
+  image,
+  noul,
+  score,
+} from './index.ts';
 
 declare const client: GatewayClient;
 
 describe('answers are typed per question', () => {
+  it('a box answers with its edges and a confidence, and its truth is a box', async () => {
+    const { result } = await client.evaluate({
+      state: 'photo',
+      questions: { dent: box('Where is the dent in photo?') },
+      assets: { photo: image(new Uint8Array()) },
+    });
+    expectTypeOf(result.answers.dent.type).toEqualTypeOf<'box'>();
+    expectTypeOf(result.answers.dent.box).toEqualTypeOf<{
+      top: number;
+      bottom: number;
+      left: number;
+      right: number;
+    }>();
+    expectTypeOf(result.answers.dent.confidence).toEqualTypeOf<number>();
+    // @ts-expect-error a box has no probabilities
+    result.answers.dent.probabilities;
+  });
+
   it('a choice answers with the union of its labels, probabilities keyed by them', async () => {
     const { result } = await client.evaluate({
       state: 'text',

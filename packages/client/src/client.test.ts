@@ -4,7 +4,16 @@ import { failure } from '@decision-gateway/contract';
 import { createLexicalUpstream, type Upstream } from '@decision-gateway/questions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway } from '../test/real-gateway.ts';
-import { choice, createGatewayClient, GatewayError, GatewayNetworkError, noul, score } from './index.ts';
+import {
+  box,
+  choice,
+  createGatewayClient,
+  GatewayError,
+  GatewayNetworkError,
+  image,
+  noul,
+  score,
+} from './index.ts';
 
 describe('createGatewayClient against a real gateway', () => {
   let gw: Awaited<ReturnType<typeof startGateway>>;
@@ -347,6 +356,76 @@ describe('tokens', () => {
         .createToken()
         .catch((e: unknown) => e);
       expect(refused).toMatchObject({ code: 40300, type: 'forbidden', status: 403 });
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
+describe('images and the box question (docs/images.md)', () => {
+  // A 4×4 PNG, as a browser's File would give it.
+  const png = Uint8Array.from(
+    atob(
+      'iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAAEElEQVR42mOoiLKBIwbiOAC6wxDhrfkH8gAAAABJRU5ErkJggg==',
+    ),
+    (c) => c.charCodeAt(0),
+  );
+  /** An upstream that sees images: it answers a box, and says what it was shown. */
+  const seen: { refs: string[]; formats: string[] }[] = [];
+  const vision: Upstream = {
+    name: 'vision',
+    capabilities: { images: true, imageUrls: false, box: true, maxImages: 32 },
+    usageBound: () => ({ input_tokens: 2_000, output_tokens: 0 }),
+    async answer({ request, images }) {
+      seen.push({
+        refs: (images ?? []).map((i) => i.ref),
+        formats: (images ?? []).map((i) =>
+          i.source === 'bytes' ? `${i.format} ${i.width}×${i.height}` : 'url',
+        ),
+      });
+      const answers: Record<string, unknown> = {};
+      for (const [id, q] of Object.entries(request.questions))
+        answers[id] =
+          q.type === 'box'
+            ? { type: 'box', box: { top: 0.2, bottom: 0.4, left: 0.1, right: 0.3 }, confidence: 0.7 }
+            : { type: 'noul', noul: 0.8 };
+      return { ok: true, answers, usage: { input_tokens: 50, output_tokens: 0 } };
+    },
+  };
+
+  it('image(bytes) reads the format from the bytes; box() asks where, and its answer comes back typed', async () => {
+    const gw = await startGateway(vision);
+    try {
+      const client = createGatewayClient({ url: gw.url, apiKey: gw.key });
+      const asset = image(png);
+      expect(asset.format).toBe('png');
+      const { result } = await client.evaluate({
+        state: 'The parcel in photo-1.',
+        questions: { dent: box('Where is the dent in photo-1?'), damaged: noul('Is photo-1 damaged?') },
+        assets: { 'photo-1': asset },
+      });
+      expect(result.answers.dent.box).toEqual({ top: 0.2, bottom: 0.4, left: 0.1, right: 0.3 });
+      expect(result.answers.dent.confidence).toBe(0.7);
+      expect(seen.at(-1)).toEqual({ refs: ['photo-1'], formats: ['png 4×4'] });
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('image() refuses bytes that are no PNG, JPEG or WebP, before anything is sent', () => {
+    expect(() => image(new TextEncoder().encode('GIF89a, or so it says'))).toThrow(/image\(\): /);
+  });
+
+  it('a box question without an image is refused by the gateway, at its path', async () => {
+    const gw = await startGateway(vision);
+    try {
+      const client = createGatewayClient({ url: gw.url, apiKey: gw.key });
+      await expect(
+        client.evaluate({ state: 'text', questions: { dent: box('Where?') } }),
+      ).rejects.toMatchObject({
+        code: 40001,
+        issues: [{ path: ['questions', 'dent'], message: 'a box question needs an image in the request' }],
+      });
     } finally {
       await gw.close();
     }

@@ -19,8 +19,8 @@ import type { MultipartForm } from './types.ts';
 
 /**
  * Part of stage 3, once the request's shape holds: its images (docs/images.md). Where each comes
- * from (an asset, a file part, a door's own parts), the rules a request with images keeps, the
- * body's size without image data (41300), then the instance's budget of image bytes in flight
+ * from (an asset, a file part, a door's own parts), the body's size without image data (41300),
+ * the rules a request with images keeps, then the instance's budget of image bytes in flight
  * (503, nothing charged), and last each image's own bytes. A rule broken is a 40001, kept in
  * `ctx.invalid` like the request's others; the images checked are `ctx.images`.
  */
@@ -29,16 +29,17 @@ export function readImages(
   { sources, issues: found }: { sources: readonly ImageSource[]; issues: readonly Issue[] },
   budget: ImageBudget | undefined,
 ): GatewayFailure | undefined {
+  const { textLimit } = ctx.call.body;
+  // The body's own limit leaves image data out, and comes first as 41300 does; the reservation
+  // counts the rest.
+  ctx.bodyBytes = Math.max(0, ctx.bodyBytes - dataChars(sources));
+  if (textLimit !== undefined && ctx.bodyBytes > textLimit)
+    return failure('payload_too_large', `the body is larger than ${textLimit} bytes without its image data`);
   const issues = [...found, ...placed(ctx, sources)];
   if (issues.length > 0) {
     ctx.invalid = invalid(issues);
     return undefined;
   }
-  const { textLimit } = ctx.call.body;
-  // The body's own limit leaves image data out; the reservation counts the rest.
-  ctx.bodyBytes = Math.max(0, ctx.bodyBytes - dataChars(sources));
-  if (textLimit !== undefined && ctx.bodyBytes > textLimit)
-    return failure('payload_too_large', `the body is larger than ${textLimit} bytes without its image data`);
   if (sources.length === 0) return undefined;
   const held = sources.reduce((sum, source) => sum + heldBytes(source), 0);
   if (budget !== undefined) {
