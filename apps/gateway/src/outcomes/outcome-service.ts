@@ -4,6 +4,7 @@ import {
   failure,
   type GatewayFailure,
   type Issue,
+  QUESTION_TYPES,
   type QuestionType,
   type RecordedOutcomes,
   type RecordOutcomesBody,
@@ -146,7 +147,7 @@ export function createOutcomes(deps: OutcomeDeps) {
         if (query.route !== undefined && query.route !== name) continue;
         for (const upstream of upstreams) {
           if (upstream === escalateTo) continue;
-          for (const type of ['choice', 'score', 'noul'] as const) {
+          for (const type of QUESTION_TYPES) {
             const mine = selected.filter(
               (a) => a.route === name && a.upstream === upstream && a.type === type,
             );
