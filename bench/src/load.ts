@@ -7,7 +7,8 @@ export interface Target {
   server: Running;
   url: string;
   headers: Record<string, string>;
-  body: string;
+  /** Bytes for a multipart body (an image), else JSON text. */
+  body: string | Buffer;
   /** More instances serving the same gateway: the load is split evenly over all of them. */
   replicas?: { server: Running; url: string }[];
   /** The load spread over these API keys, one after another (in place of one key in `headers`). */

@@ -59,3 +59,40 @@ export const BENCH_OPENAI_REQUEST = {
     { type: 'predicate', name: 'refund', instructions: BENCH_REQUEST.questions.refund.instructions },
   ],
 } as const;
+
+/**
+ * The bench's photo request: a 1 MB JPEG (noise, so it does not compress) of the sizes a phone
+ * sends, as a multipart body whose `request` part asks one noul about it (docs/images.md).
+ */
+export async function benchPhoto(): Promise<{ body: Buffer; contentType: string }> {
+  const { default: sharp } = await import('sharp');
+  const { randomBytes } = await import('node:crypto');
+  const [width, height] = [1000, 750];
+  let quality = 92;
+  let jpeg = await sharp(randomBytes(width * height * 3), { raw: { width, height, channels: 3 } })
+    .jpeg({ quality })
+    .toBuffer();
+  // Near 1 MB whatever the encoder's version: step the quality down until it fits.
+  while (jpeg.length > 1_048_576 && quality > 40) {
+    quality -= 4;
+    jpeg = await sharp(randomBytes(width * height * 3), { raw: { width, height, channels: 3 } })
+      .jpeg({ quality })
+      .toBuffer();
+  }
+  const request = JSON.stringify({
+    model: BENCH_REQUEST.model,
+    state: { note: 'The customer says the parcel arrived crushed.', photo: 'parcel' },
+    questions: { damaged: { type: 'noul', instructions: 'Is the parcel in photo damaged?' } },
+    assets: { parcel: { type: 'image', part: 'photo' } },
+  });
+  const boundary = 'dgbenchboundary';
+  const body = Buffer.concat([
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="request"\r\n\r\n${request}\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="photo"; filename="parcel.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`,
+    ),
+    jpeg,
+    Buffer.from(`\r\n--${boundary}--\r\n`),
+  ]);
+  return { body, contentType: `multipart/form-data; boundary=${boundary}` };
+}

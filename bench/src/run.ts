@@ -7,7 +7,7 @@ import { Pool } from 'undici';
 import { createBenchDatabase, createBenchKey, createBenchKeys, updateDocSection } from './bench-support.ts';
 import { type LoadResult, loadCount, measureLoad, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
-import { BENCH_OPENAI_REQUEST, BENCH_REQUEST } from './request.ts';
+import { BENCH_OPENAI_REQUEST, BENCH_REQUEST, benchPhoto } from './request.ts';
 import { runUsageVolumeBench } from './usage-volume.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -188,6 +188,20 @@ async function main() {
         OTEL_TRACES_SAMPLER_ARG: '0.1',
       },
     );
+    // Images (docs/images.md): a gateway whose upstream takes them, sent one 1 MB JPEG a request as
+    // multipart (REST's JSON keeps 32 KiB). Its own file, key and configuration.
+    const imagesConfig = join(dir, 'images.yaml');
+    writeFileSync(
+      imagesConfig,
+      `upstreams:\n  vision: { kind: systemone, baseUrl: "${upstream.url}", images: true }\nroutes:\n  default: { upstreams: [vision] }\n`,
+    );
+    const imagesKey = await createBenchKey(join(dir, 'images.db'));
+    const imaged = await started('gateway (images)', 'apps/gateway/src/main.ts', {
+      ...gatewayEnv,
+      DATABASE_URL: `file:${join(dir, 'images.db')}`,
+      GATEWAY_CONFIG: imagesConfig,
+    });
+    const photo = await benchPhoto();
     const lexical = await started('gateway (lexical)', 'apps/gateway/src/main.ts', {
       ...gatewayEnv,
       UPSTREAM: 'lexical',
@@ -278,6 +292,13 @@ async function main() {
         url: `${gateway.url}/v1/systemone`,
         headers: { authorization: `Bearer ${budgetedKey}` },
         body,
+      },
+      {
+        name: 'gateway REST 1 MB JPEG',
+        server: imaged,
+        url: `${imaged.url}/v1/systemone`,
+        headers: { authorization: `Bearer ${imagesKey}`, 'content-type': photo.contentType },
+        body: photo.body,
       },
       { name: 'gateway tRPC', server: gateway, url: trpcCall.url, headers: auth, body: trpcCall.body },
       {

@@ -215,7 +215,10 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     await page.getByLabel('State', { exact: true }).fill('The parcel in photo arrived crushed.');
     await page.getByLabel('Type', { exact: true }).first().selectOption('box');
     await page.getByLabel('ID', { exact: true }).first().fill('dent');
-    await page.getByLabel('Instructions', { exact: true }).first().fill('Where on the parcel in photo is the dent?');
+    await page
+      .getByLabel('Instructions', { exact: true })
+      .first()
+      .fill('Where on the parcel in photo is the dent?');
     await page.getByRole('button', { name: 'Ask' }).click();
     const drawn = page.getByRole('img', { name: 'Box of dent' });
     await drawn.waitFor();
