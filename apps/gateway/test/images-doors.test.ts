@@ -235,8 +235,8 @@ describe('memory, privacy and the cache', () => {
       json(res, 200, jev114Answer(request));
     });
     gw = await startGateway({
-      // The smallest budget the variable takes: one 700 KiB image fits, a second does not.
-      imageBytesInFlight: 1_048_576,
+      // Each image counts five times its size (docs/images.md#memory): one ~530 KB image fits, a second does not.
+      imageBytesInFlight: 4_194_304,
       cache: (await import('../src/cache/memory-cache.ts')).createMemoryCache({ maxBytes: 1_000_000 }),
       routes: configuredRoutes(
         `upstreams:\n  seer: { kind: systemone, baseUrl: "${seer.url}", images: true }\nroutes:\n  default: { upstreams: [seer], cache: { ttlSeconds: 60 } }\n`,

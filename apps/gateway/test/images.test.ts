@@ -142,6 +142,33 @@ describe('images through the REST door (JSON and multipart), to a System One ups
     expect(seer.seen.at(-1)?.body.assets['photo-7f3a'].format).toBe('webp');
   });
 
+  it("the README's photo example runs as written: its decision.json, then curl -F", async () => {
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    const { mkdtempSync, readFileSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const readme = readFileSync(join(import.meta.dirname, '../../../README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('### A photo'));
+    const block = /```sh\n([\s\S]*?)\n```/.exec(section)?.[1];
+    expect(block).toContain('-F request=@decision.json -F photo=@parcel.jpg');
+    const dir = mkdtempSync(join(tmpdir(), 'dg-readme-'));
+    writeFileSync(join(dir, 'parcel.jpg'), jpeg);
+    const key = await gw.createKey();
+    const { stdout } = await promisify(execFile)(
+      'bash',
+      ['-c', (block as string).replace('localhost:8787', new URL(gw.url).host)],
+      {
+        cwd: dir,
+        env: { ...process.env, DG_API_KEY: key.key },
+      },
+    );
+    const body = JSON.parse(stdout);
+    expect(body.code).toBe(0);
+    expect(body.data.result.answers.damaged.type).toBe('noul');
+    expect(body.data.result.answers.dent).toMatchObject({ type: 'box', box: { top: 0.1, bottom: 0.5 } });
+  });
+
   it('a route none of whose upstreams sees images is refused before anything is charged, naming the route', async () => {
     const key = await gw.createKey({ credits: 5 });
     const res = await post(

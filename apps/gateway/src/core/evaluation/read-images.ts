@@ -132,12 +132,19 @@ export function assetSources(
 const dataChars = (sources: readonly ImageSource[]) =>
   sources.reduce((sum, source) => sum + ('base64' in source ? source.base64.length : 0), 0);
 
-/** What an image will hold once decoded, known before decoding it. */
+/**
+ * What an image costs in memory on its way through, known before decoding it: its decoded size
+ * times five. An image is held as received, as base64, and inside the upstream's request as text
+ * and as bytes (measured by `pnpm bench:images`, docs/performance.md#images).
+ */
+export const IMAGE_MEMORY_FACTOR = 5;
+
 const heldBytes = (source: ImageSource) =>
-  'bytes' in source
+  IMAGE_MEMORY_FACTOR *
+  ('bytes' in source
     ? source.bytes.byteLength
     : 'base64' in source
       ? Math.ceil((source.base64.length * 3) / 4)
-      : 0;
+      : 0);
 
 const invalid = (issues: Issue[]) => failure('invalid_request', summarizeIssues(issues), { issues });
