@@ -159,6 +159,9 @@ describe('images through the OpenAI door (the official openai SDK), /native and 
     );
     expect(openai.seen.at(-1)?.body.input[0].content[0].image_url).toBe(url);
     expect(lureConnections).toBe(0);
+    // Nor is the URL written anywhere: logs, usage.
+    expect(gw.logs.join('\n')).not.toContain(`${lurePort}/parcel.jpg`);
+    expect(JSON.stringify(await gw.store.usage(key.id, 10))).not.toContain('parcel.jpg');
   });
 
   it('an http (not https) URL, and a 129th image, are refused at their paths', async () => {

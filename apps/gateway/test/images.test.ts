@@ -395,6 +395,19 @@ describe('the rules every image is held to, each at its path', () => {
     });
   });
 
+  it('an image over 16 MiB, as a multipart file part', async () => {
+    const form = new FormData();
+    form.set('request', JSON.stringify(parcelRequest({ 'photo-7f3a': { type: 'image', part: 'photo' } })));
+    form.set('photo', new Blob([Buffer.alloc(17 * 1024 * 1024, 1)]), 'photo.png');
+    const res = await fetch(`${gw.url}/v1/systemone`, { method: 'POST', headers: bearer(key), body: form });
+    const body: any = await res.json();
+    expect(res.status).toBe(400);
+    expect(body.error.issues).toContainEqual({
+      path: ['assets', 'photo-7f3a', 'part'],
+      message: 'the image is larger than 16777216 bytes',
+    });
+  });
+
   it('multipart: a request part over 32768 bytes is 41300; a body that is not multipart at all is 40000', async () => {
     const form = new FormData();
     form.set('request', JSON.stringify({ ...parcelRequest({}), state: 'x'.repeat(40_000) }));

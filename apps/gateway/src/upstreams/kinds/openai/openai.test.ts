@@ -229,3 +229,40 @@ describe('UPSTREAM=openai', () => {
     expect(after.ok && after.value.credits).toBe(50);
   });
 });
+
+describe('a vision chat model (`images: true`)', () => {
+  it('gets each image as an image_url part (a data URL) after the prompt and the text `Image <ref>:`', async () => {
+    const { configuredRoutes } = await import('../../../../test/harness.ts');
+    const { makeImage, inlineAsset } = await import('../../../../test/support/images.ts');
+    const png = await makeImage('png', 32, 16);
+    const standIn = await startStandIn((_req, res) => json(res, 200, completion({ Yes: 0.9, No: 0.1 })));
+    const gw = await startGateway({
+      routes: configuredRoutes(
+        `upstreams:\n  eyes: { kind: openai, baseUrl: "${standIn.url}/v1", model: vision-model, images: true, maxRetries: 0 }\nroutes:\n  default: { upstreams: [eyes] }\n`,
+      ),
+    });
+    cleanups.push(standIn.close, gw.close);
+    const key = await gw.createKey();
+    const response = await post(
+      gw.url,
+      '/v1/systemone',
+      {
+        model: 'vendor/model-1.13',
+        state: 'The parcel in p1.',
+        questions: { damaged: { type: 'noul', instructions: 'Is the parcel in p1 damaged?' } },
+        assets: { p1: inlineAsset('png', png) },
+      },
+      bearer(key.key),
+    );
+    expect(response.status).toBe(200);
+    expect(response.body.data.result.answers.damaged.noul).toBeGreaterThan(0.5);
+    const [text, label, image] = standIn.seen[0]?.body.messages[1].content;
+    expect(text.type).toBe('text');
+    expect(text.text).toContain('Is the parcel in p1 damaged?');
+    expect(label).toEqual({ type: 'text', text: 'Image p1:' });
+    expect(image).toEqual({
+      type: 'image_url',
+      image_url: { url: `data:image/png;base64,${png.toString('base64')}` },
+    });
+  });
+});

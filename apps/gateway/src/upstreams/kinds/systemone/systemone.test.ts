@@ -386,3 +386,20 @@ describe('every System One-shaped service: path, headers and liberal reading', (
     expect(standIn.seen).toHaveLength(upstreamStatus === 524 || upstreamStatus === 529 ? 2 : 1);
   });
 });
+
+describe('the reservation bound with images (docs/images.md#billing)', () => {
+  it('adds the images once per group that carries them, beside the body without image data', async () => {
+    const { byteBound } = await import('./systemone-upstream.ts');
+    const questions = Object.fromEntries(
+      Array.from({ length: 10 }, (_, i) => [`q${i}`, { type: 'noul', instructions: 'x' }]),
+    ) as never;
+    const state = 'a state';
+    const stateBytes = JSON.stringify(state).length;
+    // 10 questions, 8 a call: 2 groups, each carrying the images' 1852 tokens.
+    expect(byteBound({ state, questions }, 500, 8, 1852)).toEqual({
+      input_tokens: 500 + (stateBytes + 64) + 2 * 1852 + 2560,
+      output_tokens: 2560,
+    });
+    expect(byteBound({ state, questions }, 500, 16, 1852).input_tokens).toBe(500 + 1852 + 2560);
+  });
+});
