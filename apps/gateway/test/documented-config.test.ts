@@ -21,6 +21,7 @@ const ENV = {
   CLOUDFLARE_API_TOKEN: 'cf-x',
   OPENAI_API_KEY: 'sk-x',
   FIREWORKS_API_KEY: 'fw-x',
+  GEMINI_API_KEY: 'g-x',
   FIREWORKS_MODEL: 'accounts/fireworks/models/x',
   OPENROUTER_API_KEY: 'or-x',
   PORTKEY_API_KEY: 'pk-x',

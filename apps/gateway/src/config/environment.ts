@@ -156,10 +156,19 @@ export const ConfigSchema = z
     OTEL_RESOURCE_ATTRIBUTES: z.string().optional(),
   })
   .superRefine((env, ctx) => {
+    let missing = false;
     for (const name of UPSTREAM_KINDS[env.UPSTREAM].requiredEnv) {
-      if (env[name] === undefined)
+      if (env[name] === undefined) {
+        missing = true;
         ctx.addIssue({ code: 'custom', path: [name], message: `is required when UPSTREAM=${env.UPSTREAM}` });
+      }
     }
+    if (missing) return;
+    // What the kind's own schema says of the variables (gemini-decisions: a model named models/…).
+    const checked = UpstreamConfig.safeParse(upstreamFields(env));
+    if (!checked.success)
+      for (const issue of checked.error.issues)
+        ctx.addIssue({ code: 'custom', path: [variableOf(issue.path[0])], message: issue.message });
   })
   .transform((env) => ({
     port: env.PORT,
@@ -226,7 +235,12 @@ function upstreamFromEnv(env: {
   UPSTREAM_MAX_RETRIES: number;
   UPSTREAM_TOP_LOGPROBS: number;
 }) {
-  const kind = env.UPSTREAM;
+  // Already checked by the schema's refinement above; the kind's schema adds its defaults.
+  return { name: env.UPSTREAM as string, config: UpstreamConfig.parse(upstreamFields(env)) };
+}
+
+/** The `UPSTREAM_*` variables as the kind's fields. */
+function upstreamFields(env: Parameters<typeof upstreamFromEnv>[0]) {
   const variables: UpstreamEnv = {
     baseUrl: env.UPSTREAM_BASE_URL,
     apiKey: env.UPSTREAM_API_KEY,
@@ -235,10 +249,14 @@ function upstreamFromEnv(env: {
     maxRetries: env.UPSTREAM_MAX_RETRIES,
     topLogprobs: env.UPSTREAM_TOP_LOGPROBS,
   };
-  // Already checked variable by variable above; the kind's schema adds its defaults.
-  const fields = { kind, ...UPSTREAM_KINDS[kind].fromEnv(variables) };
-  return { name: kind as string, config: UpstreamConfig.parse(fields) };
+  return { kind: env.UPSTREAM, ...UPSTREAM_KINDS[env.UPSTREAM].fromEnv(variables) };
 }
+
+/** The variable that gave a kind's field. */
+const variableOf = (field: PropertyKey | undefined): string =>
+  ({ baseUrl: 'UPSTREAM_BASE_URL', apiKey: 'UPSTREAM_API_KEY', model: 'UPSTREAM_MODEL' })[
+    String(field) as 'model'
+  ] ?? 'UPSTREAM';
 
 /** Where keys, credits and usage live: a SQLite file (relative to the working directory) or PostgreSQL. */
 function databaseOf(url: string | undefined, poolSize: number, timeoutMs: number) {

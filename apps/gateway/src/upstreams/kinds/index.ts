@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { geminiDecisions } from './gemini-decisions/index.ts';
 import { lexical } from './lexical/index.ts';
 import { openai } from './openai/index.ts';
 import { openaiDecisions } from './openai-decisions/index.ts';
@@ -10,7 +11,13 @@ import { systemone } from './systemone/index.ts';
  * what `GET /admin/upstreams` reports all come from it. A new kind is a folder beside these and a
  * line here.
  */
-export const UPSTREAM_KINDS = { lexical, systemone, openai, 'openai-decisions': openaiDecisions } as const;
+export const UPSTREAM_KINDS = {
+  lexical,
+  systemone,
+  openai,
+  'openai-decisions': openaiDecisions,
+  'gemini-decisions': geminiDecisions,
+} as const;
 
 export type UpstreamKindName = keyof typeof UPSTREAM_KINDS;
 export const UPSTREAM_KIND_NAMES = Object.keys(UPSTREAM_KINDS) as [UpstreamKindName, ...UpstreamKindName[]];

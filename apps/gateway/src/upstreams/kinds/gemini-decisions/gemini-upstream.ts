@@ -1,0 +1,54 @@
+import { failure } from '@decision-gateway/contract';
+import type { ImageCapabilities, Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
+import type { UpstreamHttp } from '../../upstream-http.ts';
+import { byteBound } from '../systemone/systemone-upstream.ts';
+import { decisionBody, readDecision } from './wire.ts';
+
+/**
+ * Google's Gemini Decisions API (`POST {baseUrl}/{apiVersion}/decisions`): the questions as a map
+ * keyed by the gateway's IDs, images after the state. A blocked input declines every question.
+ */
+export function createGeminiUpstream(
+  http: UpstreamHttp,
+  options: {
+    name: string;
+    model: string;
+    apiVersion: string;
+    maxQuestions: number;
+    capabilities: ImageCapabilities;
+  },
+): Upstream {
+  const path = `/${options.apiVersion}/decisions`;
+  return {
+    name: options.name,
+    maxQuestions: options.maxQuestions,
+    capabilities: options.capabilities,
+    refuses: true,
+    usageBound: (request, bodyBytes, imageTokens) =>
+      byteBound(request, bodyBytes, options.maxQuestions, imageTokens),
+    async answer({ request, requestId, deadlineAt, trace, images }: UpstreamCall): Promise<UpstreamOutcome> {
+      const questions = Object.keys(request.questions).length;
+      const sent = await http.postJson(path, decisionBody(request, options.model, images), {
+        requestId,
+        deadlineAt,
+        trace,
+        questions,
+      });
+      if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail, unwell: sent.unwell };
+      const read = readDecision(sent.body, request);
+      if (!read.ok)
+        return {
+          ok: false,
+          failure: failure('upstream_error', `the upstream returned an invalid answer: ${read.reason}`),
+          detail: read.reason,
+        };
+      return {
+        ok: true,
+        answers: read.answers,
+        usage: read.usage,
+        upstreamRequestId: sent.upstreamRequestId,
+      };
+    },
+    close: http.close,
+  };
+}
