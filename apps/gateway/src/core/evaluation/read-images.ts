@@ -83,12 +83,14 @@ function placed(
     for (const part of body.form.files.keys())
       if (!parts.has(part)) issues.push({ path: [part], message: 'is a file part no asset names' });
   }
-  const refs = Object.keys(request.assets ?? {});
-  for (const ref of unmentionedRefs(request, refs))
-    issues.push({
-      path: ['assets', ref],
-      message: 'is mentioned nowhere in the state, instructions or criteria',
-    });
+  // Measured only with assets: a text-only request pays nothing here.
+  const refs = request.assets === undefined ? [] : Object.keys(request.assets);
+  if (refs.length > 0)
+    for (const ref of unmentionedRefs(request, refs))
+      issues.push({
+        path: ['assets', ref],
+        message: 'is mentioned nowhere in the state, instructions or criteria',
+      });
   if (sources.length === 0)
     for (const id in request.questions)
       if ((request.questions[id] as { type: string }).type === 'box')
