@@ -246,9 +246,10 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     await page.getByRole('heading', { name: 'Usage' }).waitFor();
     for (const name of ['Requests over time', 'Credits over time'])
       await page.getByRole('img', { name }).waitFor();
-    // Three answers, one refusal and the playground's question, in the summary screen readers get.
-    await expect.poll(() => page.getByText(/Requests over time: 5 requests \(1 failed\)/).count()).toBe(1);
-    await expect.poll(() => page.getByRole('row', { name: /console playground/ }).count()).toBe(1);
+    // Three answers, one refusal and the playground's two questions (text, then a photo), in the
+    // summary screen readers get.
+    await expect.poll(() => page.getByText(/Requests over time: 6 requests \(1 failed\)/).count()).toBe(1);
+    await expect.poll(() => page.getByRole('row', { name: /console playground/ }).count()).toBe(2);
     await page.screenshot({ path: join(SHOTS, 'console-key.png'), fullPage: true });
 
     keyPage = page.url();
