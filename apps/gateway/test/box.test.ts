@@ -9,13 +9,11 @@ import {
   startGateway,
   type TestGateway,
 } from './harness.ts';
-import { jev114Answer, json, startStandIn } from './stand-in-upstream.ts';
+import { jev114Answer, json, type StandIn, startStandIn } from './stand-in-upstream.ts';
 import { inlineAsset, makeImage } from './support/images.ts';
 
 // docs/images.md#the-box-question: where in an image something is. Answers are checked, an unsure
 // box is escalated, and outcomes judge a box by its overlap with the truth.
-
-type StandIn = Awaited<ReturnType<typeof startStandIn>>;
 
 describe('the box question over System One upstreams (jev-1.14)', () => {
   let gw: TestGateway;

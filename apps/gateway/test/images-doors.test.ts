@@ -12,13 +12,11 @@ import {
   type TestGateway,
 } from './harness.ts';
 import { answerDecision } from './openai-decisions-stand-in.ts';
-import { jev114Answer, json, startStandIn } from './stand-in-upstream.ts';
+import { jev114Answer, json, type StandIn, startStandIn } from './stand-in-upstream.ts';
 import { inlineAsset, makeImage } from './support/images.ts';
 
 // docs/images.md: the other doors (OpenAI's, /native, tRPC), what an image costs in memory, what
 // the gateway writes about one (never the image), the decision cache, and the box question.
-
-type StandIn = Awaited<ReturnType<typeof startStandIn>>;
 
 describe('images through the OpenAI door (the official openai SDK), /native and tRPC', () => {
   let gw: TestGateway;

@@ -3,13 +3,11 @@ import { connect } from 'node:net';
 import { MODEL_ID } from '@decision-gateway/contract';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, configuredRoutes, post, startGateway, type TestGateway } from './harness.ts';
-import { jev114Answer, json, startStandIn } from './stand-in-upstream.ts';
+import { jev114Answer, json, type StandIn, startStandIn } from './stand-in-upstream.ts';
 import { inlineAsset, makeImage } from './support/images.ts';
 
 // docs/images.md: images on every door that takes them, checked from their bytes, asked only of
 // the upstreams that can see them, billed per image, and never written anywhere but upstream.
-
-type StandIn = Awaited<ReturnType<typeof startStandIn>>;
 
 const parcelRequest = (assets: Record<string, unknown>, questions?: Record<string, unknown>) => ({
   model: MODEL_ID,

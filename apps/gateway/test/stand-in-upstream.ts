@@ -54,6 +54,9 @@ export async function startStandIn(handler: Handler) {
   };
 }
 
+/** A running stand-in: its URL, what it was sent, and how to stop it. */
+export type StandIn = Awaited<ReturnType<typeof startStandIn>>;
+
 export function json(
   res: ServerResponse,
   status: number,

@@ -13,15 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewayProcess, killHard, listeningAddress, startGatewayProcess } from './gateway-process.ts';
 import { ADMIN_TOKEN, bearer, get, post, sampleRequest, sleep } from './harness.ts';
 import { type OtlpReceiver, type ReceivedSpan, shapeOf, startOtlpReceiver, treeOf } from './otlp-receiver.ts';
-import { json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
+import { json, nativeAnswer, type StandIn, startStandIn } from './stand-in-upstream.ts';
 
 // docs/tracing.md: a real gateway process started with OpenTelemetry's standard variables,
 // exporting to a real OTLP/HTTP receiver on loopback; upstreams are System One stand-ins.
 
 const UPSTREAM_KEY = 'sk-upstream-secret-0123456789abcdef';
 const BROWSER = 'http://127.0.0.1:5173';
-
-type StandIn = Awaited<ReturnType<typeof startStandIn>>;
 
 /** A System One stand-in answering every question (choice confidence 0.55, score 0: unsure). */
 const answering = () =>

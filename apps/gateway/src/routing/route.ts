@@ -20,6 +20,7 @@ import { asksNothing, type ImageNeeds, needsOf, noCapableUpstream, takes } from 
 import { ATTR } from '../telemetry/attributes.ts';
 import { asAttempt, inSpan, markFailed, type TraceParent } from '../telemetry/spans.ts';
 import { askInGroups } from '../upstreams/groups.ts';
+import { invalidAnswer } from '../upstreams/invalid-answer.ts';
 
 /** One upstream of a route, with the deadline of each call to it. */
 export interface RouteMember {
@@ -212,11 +213,7 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
     if (!answers.ok || !usage.ok) {
       deps.events?.called?.(name, 'invalid', seconds);
       const reason = answers.ok ? (usage as { reason: string }).reason : answers.reason;
-      return {
-        ok: false as const,
-        failure: failure('upstream_error', `the upstream returned an invalid answer: ${reason}`),
-        detail: reason,
-      };
+      return invalidAnswer(reason);
     }
     deps.events?.called?.(name, 'ok', seconds);
     return { ...outcome, answers: answers.value.answers, refused: answers.value.refused, usage: usage.value };

@@ -1,4 +1,4 @@
-import { failure, type Usage } from '@decision-gateway/contract';
+import type { Usage } from '@decision-gateway/contract';
 import {
   checkUsage,
   MAX_TOKEN_COUNT,
@@ -6,6 +6,7 @@ import {
   type UpstreamCall,
   type UpstreamOutcome,
 } from '@decision-gateway/questions';
+import { invalidAnswer } from './invalid-answer.ts';
 
 /**
  * Asks `upstream` a request with more questions than one of its calls takes (docs/upstreams.md#groups):
@@ -43,11 +44,7 @@ async function inGroups(
     const counted = checkUsage(outcome.usage);
     if (!counted.ok) {
       const reason = `group ${i + 1} of ${groups.length}: ${counted.reason}`;
-      return {
-        ok: false,
-        failure: failure('upstream_error', `the upstream returned an invalid answer: ${reason}`),
-        detail: reason,
-      };
+      return invalidAnswer(reason);
     }
     usage = {
       input_tokens: Math.min(MAX_TOKEN_COUNT, usage.input_tokens + counted.value.input_tokens),

@@ -1,5 +1,5 @@
-import { failure } from '@decision-gateway/contract';
 import type { ImageCapabilities, Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
+import { invalidAnswer } from '../../invalid-answer.ts';
 import type { UpstreamHttp } from '../../upstream-http.ts';
 import { byteBound } from '../systemone/systemone-upstream.ts';
 import { decisionBody, readDecision } from './wire.ts';
@@ -36,12 +36,7 @@ export function createGeminiUpstream(
       });
       if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail, unwell: sent.unwell };
       const read = readDecision(sent.body, request);
-      if (!read.ok)
-        return {
-          ok: false,
-          failure: failure('upstream_error', `the upstream returned an invalid answer: ${read.reason}`),
-          detail: read.reason,
-        };
+      if (!read.ok) return invalidAnswer(read.reason);
       return {
         ok: true,
         answers: read.answers,

@@ -1,5 +1,6 @@
-import { failure, isOpenAiAsWritten } from '@decision-gateway/contract';
+import { isOpenAiAsWritten } from '@decision-gateway/contract';
 import type { ImageCapabilities, Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
+import { invalidAnswer } from '../../invalid-answer.ts';
 import type { UpstreamHttp } from '../../upstream-http.ts';
 import { byteBound } from '../systemone/systemone-upstream.ts';
 import { decisionsBody, readDecision } from './wire.ts';
@@ -39,12 +40,7 @@ export function createDecisionsUpstream(
       if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail, unwell: sent.unwell };
       // A caller's own questions may have no name: the API answers in question order.
       const read = readDecision(sent.body, ids, request, original !== undefined);
-      if (!read.ok)
-        return {
-          ok: false,
-          failure: failure('upstream_error', `the upstream returned an invalid answer: ${read.reason}`),
-          detail: read.reason,
-        };
+      if (!read.ok) return invalidAnswer(read.reason);
       return {
         ok: true,
         answers: read.answers,

@@ -256,7 +256,7 @@ describe('a vision chat model (`images: true`)', () => {
     );
     expect(response.status).toBe(200);
     expect(response.body.data.result.answers.damaged.noul).toBeGreaterThan(0.5);
-    const [text, label, image] = standIn.seen[0]?.body.messages[1].content;
+    const [text, label, image] = (standIn.seen[0] as SeenRequest).body.messages[1].content;
     expect(text.type).toBe('text');
     expect(text.text).toContain('Is the parcel in p1 damaged?');
     expect(label).toEqual({ type: 'text', text: 'Image p1:' });

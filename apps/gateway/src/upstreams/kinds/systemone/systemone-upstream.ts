@@ -1,12 +1,12 @@
 import {
   type DecisionImage,
   type EvaluationRequest,
-  failure,
   isPlainObject,
   type Usage,
 } from '@decision-gateway/contract';
 import type { ImageCapabilities, Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
 import type { ResponseFacts } from '../../../telemetry/spans.ts';
+import { invalidAnswer } from '../../invalid-answer.ts';
 import type { UpstreamHttp } from '../../upstream-http.ts';
 import { usageFacts } from '../fields.ts';
 
@@ -90,11 +90,7 @@ export function createSystemOneUpstream(
       const result = readResult(sent.body);
       if (!result) {
         const reason = 'the body has neither answers (native) nor data.result (gateway envelope)';
-        return {
-          ok: false,
-          failure: failure('upstream_error', `the upstream returned an invalid answer: ${reason}`),
-          detail: reason,
-        };
+        return invalidAnswer(reason);
       }
       return {
         ok: true,
