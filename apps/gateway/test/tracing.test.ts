@@ -14,6 +14,7 @@ import { type GatewayProcess, killHard, listeningAddress, startGatewayProcess } 
 import { ADMIN_TOKEN, bearer, get, post, sampleRequest, sleep } from './harness.ts';
 import { type OtlpReceiver, type ReceivedSpan, shapeOf, startOtlpReceiver, treeOf } from './otlp-receiver.ts';
 import { json, nativeAnswer, type StandIn, startStandIn } from './stand-in-upstream.ts';
+import { inlineAsset, makeImage } from './support/images.ts';
 
 // docs/tracing.md: a real gateway process started with OpenTelemetry's standard variables,
 // exporting to a real OTLP/HTTP receiver on loopback; upstreams are System One stand-ins.
@@ -49,6 +50,7 @@ function configFile(dir: string, up: Record<string, StandIn>): string {
         flaky: systemone('flaky', { maxRetries: 2 }),
         strong: systemone('strong'),
         small: systemone('steady', { maxQuestions: 2, model: 'small-model' }),
+        seeing: systemone('steady', { images: true, model: 'seeing-model' }),
       },
       routes: {
         default: { upstreams: ['steady'], cache: { ttlSeconds: 3600 } },
@@ -56,6 +58,7 @@ function configFile(dir: string, up: Record<string, StandIn>): string {
         retry: { upstreams: ['flaky'] },
         escalate: { upstreams: ['steady'], escalate: { to: 'strong', confidenceBelow: 0.6 } },
         groups: { upstreams: ['small'] },
+        vision: { upstreams: ['seeing'] },
       },
     }),
   );
@@ -230,6 +233,31 @@ describe('tracing over OTLP/JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)', () =>
     expect(others.flatMap((s) => Object.keys(s.attributes)).filter((k) => k.startsWith('gen_ai.'))).toEqual(
       [],
     );
+  });
+
+  it('an image: dg.images and dg.image_bytes on the SERVER span, and no byte of the image in any span', async () => {
+    const { url, key } = running as Running;
+    const photo = await makeImage('png', 48, 32, { noise: true });
+    const response = await post(
+      url,
+      '/v1/systemone',
+      {
+        model: 'vendor/model-1.13',
+        state: 'The parcel in p1.',
+        questions: { damaged: { type: 'noul', instructions: 'Is p1 damaged?' } },
+        assets: { p1: inlineAsset('png', photo) },
+      },
+      routed('vision', key),
+    );
+    expect(response.status).toBe(200);
+    const { server, all } = await traceOf(receiver, response.headers.get('x-request-id') as string, 5);
+    expect(server.attributes).toMatchObject({ 'dg.images': 1, 'dg.image_bytes': photo.length });
+    const base64 = photo.toString('base64');
+    const exported = JSON.stringify(all, (_key, value) =>
+      typeof value === 'bigint' ? String(value) : value,
+    );
+    expect(exported).toContain('dg.image_bytes');
+    expect(exported).not.toContain(base64.slice(100, 140));
   });
 
   it('a fallback: the refused connection and the next upstream are two CLIENT spans, attempts 1 and 2', async () => {
