@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, webcrypto } from 'node:crypto';
 import {
   type DecisionImage,
   type EvaluationRequest,
@@ -33,28 +33,39 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 /**
  * Each image checked from its bytes (docs/images.md#rules): base64, format by magic bytes (and as
  * declared), sides from the header, size. A URL is only checked as text: the gateway never
- * requests it. Every issue is found, each at its path.
+ * requests it. Every issue is found, each at its path. The SHA-256 of up to 16 MiB is WebCrypto's,
+ * computed on libuv's thread pool rather than on the thread that serves requests.
  */
-export function checkImages(
+export async function checkImages(
   sources: readonly ImageSource[],
-): { ok: true; images: DecisionImage[] } | { ok: false; issues: ImageIssue[] } {
-  const images: DecisionImage[] = [];
+): Promise<{ ok: true; images: DecisionImage[] } | { ok: false; issues: ImageIssue[] }> {
+  const checked: { image: DecisionImage; bytes?: Uint8Array }[] = [];
   const issues: ImageIssue[] = [];
   for (const source of sources) {
-    const checked = checkImage(source);
-    if (typeof checked === 'string') issues.push({ path: source.path, message: checked });
-    else images.push(checked);
+    const one = checkImage(source);
+    if (typeof one === 'string') issues.push({ path: source.path, message: one });
+    else checked.push(one);
   }
-  return issues.length > 0 ? { ok: false, issues } : { ok: true, images };
+  if (issues.length > 0) return { ok: false, issues };
+  const images = await Promise.all(
+    checked.map(async ({ image, bytes }) =>
+      image.source === 'bytes' && bytes ? { ...image, sha256: await digestHex(bytes) } : image,
+    ),
+  );
+  return { ok: true, images };
 }
 
-function checkImage(source: ImageSource): DecisionImage | string {
+const digestHex = async (bytes: Uint8Array) =>
+  Buffer.from(await webcrypto.subtle.digest('SHA-256', bytes)).toString('hex');
+
+/** One image checked; its SHA-256 is left for `checkImages` to fill in. */
+function checkImage(source: ImageSource): { image: DecisionImage; bytes?: Uint8Array } | string {
   const detail = source.detail === undefined ? {} : { detail: source.detail };
   if ('url' in source) {
     if (source.url.length > IMAGE_LIMITS.maxUrlLength)
       return `an image URL takes at most ${IMAGE_LIMITS.maxUrlLength} characters`;
     if (!isHttpsUrl(source.url)) return 'an image URL must be an https:// URL';
-    return { ref: source.ref, source: 'url', url: source.url, ...detail };
+    return { image: { ref: source.ref, source: 'url', url: source.url, ...detail } };
   }
   let bytes: Uint8Array;
   let base64: string;
@@ -76,15 +87,16 @@ function checkImage(source: ImageSource): DecisionImage | string {
   const declared = 'declared' in source ? source.declared : undefined;
   if (declared !== undefined && declared !== facts.value.format)
     return `is declared ${declared} but its bytes are ${facts.value.format}`;
-  return {
+  const image: DecisionImage = {
     ref: source.ref,
     source: 'bytes',
     ...facts.value,
-    sha256: sha256Hex(bytes),
+    sha256: '',
     byteLength: bytes.byteLength,
     base64,
     ...detail,
   };
+  return { image, bytes };
 }
 
 function isHttpsUrl(text: string): boolean {

@@ -28,7 +28,7 @@ export function readImages(
   ctx: EvaluationContext & { request: EvaluationRequest },
   { sources, issues: found }: { sources: readonly ImageSource[]; issues: readonly Issue[] },
   budget: ImageBudget | undefined,
-): GatewayFailure | undefined {
+): GatewayFailure | undefined | Promise<GatewayFailure | undefined> {
   const { textLimit } = ctx.call.body;
   // The body's own limit leaves image data out, and comes first as 41300 does; the reservation
   // counts the rest.
@@ -50,7 +50,15 @@ export function readImages(
       };
     ctx.imageHold = held;
   }
-  const checked = checkImages(sources);
+  return checked(ctx, sources);
+}
+
+/** Each image's own bytes checked (and hashed off the serving thread): `ctx.images`, or a 40001. */
+async function checked(
+  ctx: EvaluationContext & { request: EvaluationRequest },
+  sources: readonly ImageSource[],
+): Promise<undefined> {
+  const checked = await checkImages(sources);
   if (!checked.ok) {
     ctx.invalid = invalid(checked.issues);
     return undefined;

@@ -55,7 +55,7 @@ function readForm(
   ctx: EvaluationContext,
   body: Extract<EvaluationBody, { kind: 'multipart' }>,
   budget: ImageBudget | undefined,
-): GatewayFailure | undefined {
+): GatewayFailure | undefined | Promise<GatewayFailure | undefined> {
   const { form } = body;
   if (form.malformed !== undefined)
     return failure('invalid_json', `the multipart body is malformed: ${form.malformed.slice(0, 200)}`);
@@ -76,7 +76,7 @@ function parsed(
   ctx: EvaluationContext,
   decoded: Parsed<unknown>,
   budget: ImageBudget | undefined,
-): GatewayFailure | undefined {
+): GatewayFailure | undefined | Promise<GatewayFailure | undefined> {
   if (!decoded.ok) return decoded.error;
   const { dialect, body } = ctx.call;
   let request: Parsed<EvaluationRequest>;
@@ -100,8 +100,6 @@ function parsed(
   const images = dialectImages
     ? { sources: dialectImages, issues: [] }
     : assetSources(request.value, body.kind === 'multipart' ? body.form : undefined);
-  const stop = readImages(ctx as EvaluationContext & { request: EvaluationRequest }, images, budget);
-  if (stop) return stop;
   const types: NonNullable<EvaluationContext['log']['questionTypes']> = {};
   let questions = 0;
   for (const id in request.value.questions) {
@@ -112,7 +110,8 @@ function parsed(
   ctx.questions = questions;
   ctx.log.questions = questions;
   ctx.log.questionTypes = types;
-  return undefined;
+  // Synchronous unless the request carries images (their hashes are computed off this thread).
+  return readImages(ctx as EvaluationContext & { request: EvaluationRequest }, images, budget);
 }
 
 /** Media type (41500) before JSON (40000), on every door. */
