@@ -3,6 +3,7 @@ export * from './answer.ts';
 export * from './budgets.ts';
 export * from './content.ts';
 export * from './credits.ts';
+export * from './dialects/gemini-decisions.ts';
 export * from './dialects/openai-decisions.ts';
 export * from './envelope.ts';
 export * from './errors.ts';

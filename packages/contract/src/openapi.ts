@@ -16,6 +16,13 @@ import {
 import { EvaluationData } from './answer.ts';
 import { CreateProjectBody, PatchKeyBody, PatchProjectBody, ProjectList, ProjectObject } from './budgets.ts';
 import {
+  GEMINI_API_VERSIONS,
+  GeminiDecisionRequest,
+  GeminiDecisionResponse,
+  GeminiErrorBody,
+  GeminiModelList,
+} from './dialects/gemini-decisions.ts';
+import {
   OpenAiDecisionRequest,
   OpenAiDecisionResponse,
   OpenAiErrorBody,
@@ -75,6 +82,10 @@ void [
   OpenAiDecisionResponse,
   OpenAiErrorBody,
   OpenAiModelList,
+  GeminiDecisionRequest,
+  GeminiDecisionResponse,
+  GeminiErrorBody,
+  GeminiModelList,
   McpMessage,
   McpExchangeError,
   PatchKeyBody,
@@ -170,7 +181,7 @@ const nativeRetryHeaders = {
 /** One response per HTTP status among `types`, describing each gateway code it can carry. */
 function errorResponses(
   types: readonly (keyof typeof ERROR_TABLE)[],
-  door: 'envelope' | 'native' | 'openai' | 'mcp' = 'envelope',
+  door: 'envelope' | 'native' | 'openai' | 'gemini' | 'mcp' = 'envelope',
 ) {
   const native = door === 'native' || door === 'openai';
   const byStatus = new Map<number, string[]>();
@@ -191,6 +202,7 @@ function errorResponses(
           {
             native: 'NativeError',
             openai: 'OpenAiError',
+            gemini: 'GeminiError',
             mcp: 'McpExchangeError',
             envelope: 'ErrorEnvelope',
           }[door],
@@ -234,6 +246,14 @@ const evaluationParameters = [
     schema: { type: 'string', enum: ['no-cache', 'no-store'] },
   },
 ];
+/** The Gemini door's version segment, as Google's SDK composes its paths. */
+const apiVersionParameter = {
+  name: 'apiVersion',
+  in: 'path',
+  required: true,
+  description: 'The API version the SDK was built for; either answers the same.',
+  schema: { type: 'string', enum: [...GEMINI_API_VERSIONS] },
+};
 
 const ok = (id: string, description = 'Success') => ({
   description,
@@ -393,6 +413,36 @@ const OPERATIONS = {
     responses: {
       '200': { description: 'Success', headers: requestIdHeader, content: json('OpenAiModelList') },
       ...errorResponses(AUTH_ERRORS, 'openai'),
+    },
+  },
+  createDecisionGemini: {
+    operationId: 'createDecisionGemini',
+    tags: ['Google-compatible'],
+    summary: "Evaluate questions in Google's Gemini Decisions shape (1–1000 questions, bodies up to 1 MiB)",
+    description:
+      "For the official `@google/genai` SDK: point it at {gateway}/gemini and pass a gateway key as its apiKey (sent as x-goog-api-key). Errors carry Google's body with the gateway's code beside it.",
+    security: [{ apiKey: [] }, { googApiKey: [] }],
+    parameters: [apiVersionParameter, ...evaluationParameters],
+    requestBody: { required: true, content: json('GeminiDecisionRequest') },
+    responses: {
+      '200': {
+        description:
+          "Answers by question ID, or a blocked input's prompt_feedback; the credits debited are in x-credits-used",
+        headers: { ...requestIdHeader, ...evaluationHeaders },
+        content: json('GeminiDecision'),
+      },
+      ...errorResponses(EVALUATE_ERRORS, 'gemini'),
+    },
+  },
+  listModelsGemini: {
+    operationId: 'listModelsGemini',
+    tags: ['Google-compatible'],
+    summary: "The models this gateway serves, in Google's list shape",
+    security: [{ apiKey: [] }, { googApiKey: [] }],
+    parameters: [apiVersionParameter],
+    responses: {
+      '200': { description: 'Success', headers: requestIdHeader, content: json('GeminiModelList') },
+      ...errorResponses(AUTH_ERRORS, 'gemini'),
     },
   },
   mcpMessage: {
@@ -707,6 +757,11 @@ export function buildOpenApiDocument(options: { routes: readonly DocumentedRoute
         description:
           "OpenAI's Decisions API, for the official openai SDKs: point them at {gateway}/openai/v1.",
       },
+      {
+        name: 'Google-compatible',
+        description:
+          "Google's Gemini Decisions API, for the official @google/genai SDK: point it at {gateway}/gemini.",
+      },
       { name: 'Admin', description: 'Keys and credits; only when ADMIN_TOKEN is set.' },
       { name: 'Operations', description: 'Health and readiness. Also served: /metrics (Prometheus).' },
     ],
@@ -715,6 +770,12 @@ export function buildOpenApiDocument(options: { routes: readonly DocumentedRoute
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer dg_…`' },
         adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN (admin API only).' },
+        googApiKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'x-goog-api-key',
+          description: "A gateway API key or token, as Google's SDK sends its key (Gemini door only).",
+        },
       },
     },
     paths: pathsOf(routes),

@@ -46,6 +46,11 @@ export type UpstreamOutcome =
       labelMass?: number;
       /** Usage beyond input and output tokens (`openai-decisions`), for OpenAI-door callers. */
       usageDetails?: UsageDetails;
+      /**
+       * The upstream blocked the whole input (Google's `prompt_feedback`): every question is
+       * declined, and this is the upstream's own account of why, for a door that can show it.
+       */
+      blocked?: Record<string, unknown>;
     }
   | {
       ok: false;

@@ -14,12 +14,13 @@ export interface Cors {
   preflight(request: FastifyRequest, reply: FastifyReply): FastifyReply;
 }
 
-// tRPC's own request headers, and those the official OpenAI SDK sends (x-stainless-*, openai-*).
+// tRPC's own request headers, those the official OpenAI SDK sends (x-stainless-*, openai-*) and Google's (x-goog-*).
 const ALLOW_HEADERS = [
   'authorization, content-type, cache-control, x-dg-route, trpc-accept, x-trpc-source',
   'x-stainless-arch, x-stainless-lang, x-stainless-os, x-stainless-package-version',
   'x-stainless-retry-count, x-stainless-runtime, x-stainless-runtime-version, x-stainless-timeout',
   'openai-organization, openai-project',
+  'x-goog-api-key, x-goog-api-client',
 ].join(', ');
 const EXPOSE_HEADERS = 'x-request-id, x-credits-used, x-dg-route, x-dg-upstream, x-dg-cache, retry-after';
 

@@ -5,11 +5,21 @@ import { storeTroubleFailure } from '../core/store-trouble.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 import type { DoorOutcome } from './door-outcome.ts';
 import { errorBody, retryAfterSeconds } from './envelope.ts';
+import { geminiError } from './gemini/translate.ts';
 import { jsonRpcFailure } from './mcp/json-rpc.ts';
 import { openAiError } from './openai/translate.ts';
 
 /** The doors (docs/http-api.md#the-other-doors): each a plugin that owns its wire format. */
-export type DoorName = 'rest' | 'native' | 'trpc' | 'openai' | 'mcp' | 'admin' | 'operations' | 'console';
+export type DoorName =
+  | 'rest'
+  | 'native'
+  | 'trpc'
+  | 'openai'
+  | 'gemini'
+  | 'mcp'
+  | 'admin'
+  | 'operations'
+  | 'console';
 
 /** How a door writes a failure: its body and the headers that belong to its format. */
 export interface DoorShape {
@@ -56,6 +66,8 @@ export const DOORS: Record<DoorName, DoorShape> = {
       },
     }),
   },
+  // Google's `{"error": {code, message, status}}` with the gateway's code beside it: the SDK raises its own errors.
+  gemini: { failure: (f) => ({ body: JSON.stringify(geminiError(f)), headers: retryAfter(f) }) },
   // The exchange itself refused (credentials, session, JSON): a JSON-RPC error, `WWW-Authenticate` on a 401.
   mcp: { failure: jsonRpcFailure },
 };

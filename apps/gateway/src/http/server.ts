@@ -11,6 +11,7 @@ import { createCallerActions } from '../doors/caller-actions.ts';
 import { consoleDoor } from '../doors/console.ts';
 import { door, doorOf, notFound, sendFailure } from '../doors/door.ts';
 import type { DoorOutcome, EvaluationReport } from '../doors/door-outcome.ts';
+import { geminiDoor } from '../doors/gemini/index.ts';
 import { mcpDoor } from '../doors/mcp/index.ts';
 import type { SessionLimits } from '../doors/mcp/sessions.ts';
 import { openAiDoor } from '../doors/openai/index.ts';
@@ -215,6 +216,7 @@ export function buildServer(services: GatewayServices): Gateway {
   app.register(trpcDoor, { ...doorOptions, prefix: '/trpc' });
   app.register(nativeDoor, { ...doorOptions, prefix: '/native' });
   app.register(openAiDoor, { ...doorOptions, prefix: '/openai/v1' });
+  app.register(geminiDoor, { ...doorOptions, prefix: '/gemini' });
   app.register(mcpDoor, {
     ...doorOptions,
     prefix: '/mcp',

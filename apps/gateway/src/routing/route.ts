@@ -80,6 +80,12 @@ export interface RouteCall extends UpstreamCall {
    * asked, and a question none answers fails the request (docs/routes.md#refused-questions).
    */
   showsRefusals?: boolean;
+  /**
+   * The door has a shape for an input an upstream blocked (the Gemini door's `prompt_feedback`):
+   * questions still declined after the route's other upstreams were asked are answered with the
+   * block rather than failing the request.
+   */
+  showsBlocks?: boolean;
 }
 
 export interface Route {
@@ -125,6 +131,8 @@ type UpstreamAnswers = {
   upstreamRequestId?: string;
   labelMass?: number;
   usageDetails?: UsageDetails;
+  /** An upstream blocked the input (docs/routes.md#refused-questions): its own account of why. */
+  blocked?: Record<string, unknown>;
 };
 
 /** Who answered each question, where more than one upstream did. */
@@ -158,6 +166,7 @@ function merge(result: Combined, later: UpstreamAnswers, name: string): void {
     };
   }
   result.answeredBy.push(name);
+  result.blocked ??= later.blocked;
 }
 
 /**
@@ -301,6 +310,7 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
       ...(first.upstreamRequestId !== undefined && { upstreamRequestId: first.upstreamRequestId }),
       ...(first.labelMass !== undefined && { labelMass: first.labelMass }),
       ...(first.usageDetails !== undefined && { usageDetails: first.usageDetails }),
+      ...(first.blocked !== undefined && { blocked: first.blocked }),
     };
     if (rule !== undefined && rule.to.upstream.name !== firstName) await escalate(call, rule, result, tries);
     // Declined questions the door cannot show: the route's next upstreams, in order, until one answers.
@@ -312,12 +322,23 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
         const again = await attempt(member, call, subset(call.request, result.refused), tries);
         if (again.ok) merge(result, again, member.upstream.name);
       }
+      // A blocked input, on a door that shows it: the block, and no answers (docs/gemini.md#blocked-input).
+      if (result.refused.length > 0 && call.showsBlocks && result.blocked !== undefined)
+        return {
+          ok: true,
+          answers: {},
+          refused: Object.keys(call.request.questions),
+          usage: result.usage,
+          blocked: result.blocked,
+          upstream: result.answeredBy.join('+'),
+        };
       if (result.refused.length > 0) {
         const reason = `every upstream declined the questions ${result.refused.map((id) => JSON.stringify(id)).join(', ')}`;
         return { ok: false, failure: failure('upstream_error', reason), detail: reason };
       }
     }
-    const { answeredBy, attribution, ...rest } = result;
+    // A block another upstream answered past is no longer the caller's concern.
+    const { answeredBy, attribution, blocked: _answered, ...rest } = result;
     return {
       ok: true,
       ...rest,

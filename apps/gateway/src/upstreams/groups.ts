@@ -39,6 +39,7 @@ async function inGroups(
   const answers: Record<string, unknown> = {};
   let usage: Usage = { input_tokens: 0, output_tokens: 0 };
   let labelMass: number | undefined;
+  let blocked: Record<string, unknown> | undefined;
   for (const [i, outcome] of outcomes.entries()) {
     if (!outcome.ok) return outcome;
     const counted = checkUsage(outcome.usage);
@@ -63,6 +64,7 @@ async function inGroups(
           });
     }
     if (outcome.labelMass !== undefined) labelMass = Math.min(labelMass ?? 1, outcome.labelMass);
+    blocked ??= outcome.blocked;
   }
   const first = outcomes[0] as Extract<UpstreamOutcome, { ok: true }>;
   return {
@@ -71,5 +73,6 @@ async function inGroups(
     usage,
     ...(first.upstreamRequestId !== undefined && { upstreamRequestId: first.upstreamRequestId }),
     ...(labelMass !== undefined && { labelMass }),
+    ...(blocked !== undefined && { blocked }),
   };
 }

@@ -71,6 +71,7 @@ async function ask(ctx: Routed, route: Route, deps: StageDeps): Promise<RouteOut
   if (ctx.images) call.images = ctx.images;
   if (ctx.call.trace) call.trace = ctx.call.trace;
   if (ctx.call.dialect?.showsRefusals) call.showsRefusals = true;
+  if (ctx.call.dialect?.showsBlocks) call.showsBlocks = true;
   const outcome = await route.answer(call);
   ctx.log.upstreamMs = performance.now() - started;
   return outcome;

@@ -136,7 +136,7 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
 
   function answered(ctx: Answered): EvaluationOutcome {
     const { decision, creditsUsed } = ctx.answered;
-    const { answers, refused, usage, usageDetails } = decision;
+    const { answers, refused, usage, usageDetails, blocked } = decision;
     const elapsedMs = Math.round(performance.now() - ctx.call.startedAt);
     const outcome: EvaluationOutcome = {
       ok: true,
@@ -146,6 +146,7 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
       refused,
     };
     if (usageDetails) outcome.usageDetails = usageDetails;
+    if (blocked) outcome.blocked = blocked;
     if (ctx.asWritten) outcome.asWritten = ctx.asWritten;
     return outcome;
   }

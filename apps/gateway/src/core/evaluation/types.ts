@@ -97,6 +97,8 @@ export interface Dialect<W extends AsWritten = AsWritten> {
   parse(value: unknown): Parsed<Translated<W>>;
   /** The door has a shape for a question an upstream declined (docs/routes.md#refused-questions). */
   showsRefusals: boolean;
+  /** The door has a shape for an input an upstream blocked (the Gemini door's `prompt_feedback`). */
+  showsBlocks?: boolean;
 }
 
 /** A request in a door's dialect, translated. */
@@ -187,6 +189,8 @@ export type EvaluationOutcome<W extends AsWritten = AsWritten> =
       refused: string[];
       /** Usage beyond input and output tokens, where an upstream reported it. */
       usageDetails?: UsageDetails;
+      /** An upstream blocked the input (only on a door whose dialect shows blocks): no answers. */
+      blocked?: Record<string, unknown>;
       /** The request as its caller wrote it, for a door with a dialect of its own. */
       asWritten?: W;
     }

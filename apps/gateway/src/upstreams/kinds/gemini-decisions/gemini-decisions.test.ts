@@ -1,5 +1,6 @@
 import type { Decisions } from '@google/genai';
 import { afterEach, describe, expect, it } from 'vitest';
+import { googleAnswers } from '../../../../test/gemini-decisions-stand-in.ts';
 import { bearer, configuredRoutes, post, startGateway } from '../../../../test/harness.ts';
 import { json, type SeenRequest, startStandIn } from '../../../../test/stand-in-upstream.ts';
 import { inlineAsset, makeImage } from '../../../../test/support/images.ts';
@@ -12,32 +13,6 @@ const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()?.();
 });
-
-/** Google's answer to each question of a request, as its API gives them. */
-function googleAnswers(request: SeenRequest): Decisions.CreateDecisionResponse {
-  const answers: Record<string, Decisions.Answer> = {};
-  for (const [id, question] of Object.entries<Decisions.Question>(request.body.questions)) {
-    if (question.type === 'noul') answers[id] = { type: 'noul', noul: 0.8, confidence: 0.8 };
-    if (question.type === 'choice') {
-      const labels = Object.keys(question.criteria);
-      const probabilities = Object.fromEntries(
-        labels.map((l, i) => [l, i === 0 ? 0.7 : 0.3 / (labels.length - 1)]),
-      );
-      answers[id] = { type: 'choice', choice: labels[0] as string, probabilities, confidence: 0.7 };
-    }
-    if (question.type === 'score') {
-      const n = question.criteria.length;
-      answers[id] = {
-        type: 'score',
-        score: n - 1,
-        probabilities: Object.fromEntries(question.criteria.map((_, i) => [String(i), i === n - 1 ? 1 : 0])),
-        legend: Object.fromEntries(question.criteria.map((c, i) => [String(i), c])),
-        confidence: 1,
-      };
-    }
-  }
-  return { answers, usage: { total_input_tokens: 321, total_output_tokens: 4, total_tokens: 325 } };
-}
 
 async function setup(handler: Parameters<typeof startStandIn>[0], fields = '') {
   const standIn = await startStandIn(handler);

@@ -1,3 +1,4 @@
+import { isGeminiAsWritten } from '@decision-gateway/contract';
 import type { ImageCapabilities, Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
 import { invalidAnswer } from '../../invalid-answer.ts';
 import type { UpstreamHttp } from '../../upstream-http.ts';
@@ -26,9 +27,18 @@ export function createGeminiUpstream(
     refuses: true,
     usageBound: (request, bodyBytes, imageTokens) =>
       byteBound(request, bodyBytes, options.maxQuestions, imageTokens),
-    async answer({ request, requestId, deadlineAt, trace, images }: UpstreamCall): Promise<UpstreamOutcome> {
+    async answer({
+      request,
+      requestId,
+      deadlineAt,
+      trace,
+      images,
+      asWritten,
+    }: UpstreamCall): Promise<UpstreamOutcome> {
       const questions = Object.keys(request.questions).length;
-      const sent = await http.postJson(path, decisionBody(request, options.model, images), {
+      // A request written in Google's own dialect (its door) is sent as written, images and all.
+      const original = isGeminiAsWritten(asWritten) ? asWritten : undefined;
+      const sent = await http.postJson(path, decisionBody(request, options.model, original, images), {
         requestId,
         deadlineAt,
         trace,
@@ -42,6 +52,7 @@ export function createGeminiUpstream(
         answers: read.answers,
         usage: read.usage,
         upstreamRequestId: sent.upstreamRequestId,
+        ...(read.blocked && { blocked: read.blocked }),
       };
     },
     close: http.close,

@@ -2,6 +2,7 @@ import {
   type Content,
   type DecisionImage,
   type EvaluationRequest,
+  type GeminiAsWritten,
   isPlainObject,
   mimeTypeOf,
   type Question,
@@ -87,20 +88,32 @@ export function questionOf(question: Question): Record<string, unknown> {
   }
 }
 
-/** The body of `POST {baseUrl}/{apiVersion}/decisions`, the questions keyed by the gateway's IDs. */
-export function decisionBody(request: EvaluationRequest, model: string, images?: readonly DecisionImage[]) {
+/**
+ * The body of `POST {baseUrl}/{apiVersion}/decisions`, the questions keyed by the gateway's IDs:
+ * the caller's own when the request came through the Gemini door (only `model` is the upstream's),
+ * else the gateway's request mapped. The questions are those asked of this call (a group, or the
+ * questions being escalated or asked again).
+ */
+export function decisionBody(
+  request: EvaluationRequest,
+  model: string,
+  original: GeminiAsWritten | undefined,
+  images?: readonly DecisionImage[],
+) {
   const questions: Record<string, unknown> = {};
   for (const id of Object.keys(request.questions))
     Object.defineProperty(questions, id, {
-      value: questionOf(request.questions[id] as Question),
+      value: original ? original.body.questions[id] : questionOf(request.questions[id] as Question),
       enumerable: true,
       writable: true,
       configurable: true,
     });
-  return { model, input: inputOf(request.state, images), questions };
+  return { model, input: original ? original.body.input : inputOf(request.state, images), questions };
 }
 
-type Read = { ok: true; answers: Record<string, unknown>; usage: unknown } | { ok: false; reason: string };
+type Read =
+  | { ok: true; answers: Record<string, unknown>; usage: unknown; blocked?: Record<string, unknown> }
+  | { ok: false; reason: string };
 
 /**
  * Google's answers → the gateway's raw answers by question ID (the checks judge them next): every
@@ -113,7 +126,12 @@ export function readDecision(body: unknown, request: EvaluationRequest): Read {
   if (usage === undefined) return { ok: false, reason: 'usage: missing' };
   const ids = Object.keys(request.questions);
   if (body.answers === undefined && isPlainObject(body.prompt_feedback))
-    return { ok: true, usage, answers: Object.fromEntries(ids.map((id) => [id, { type: 'refusal' }])) };
+    return {
+      ok: true,
+      usage,
+      answers: Object.fromEntries(ids.map((id) => [id, { type: 'refusal' }])),
+      blocked: body.prompt_feedback,
+    };
   if (!isPlainObject(body.answers)) return { ok: false, reason: 'answers: not an object' };
   const given = body.answers;
   const answers: Record<string, unknown> = {};
