@@ -23,6 +23,7 @@ describe('released migrations', () => {
       [5, '2c7371911265880e'],
       [6, 'dabc4627623777b6'],
       [7, 'c10be13dceafd623'],
+      [8, '779d373aa659b13b'],
     ]);
   });
 
@@ -36,6 +37,7 @@ describe('released migrations', () => {
       [6, 'a3aae2a0807adedb'],
       [7, 'b6c279ac63b3126a'],
       [8, '6ecdb3de573e9651'],
+      [9, 'd5a13b3b9ef67f0b'],
     ]);
   });
 });

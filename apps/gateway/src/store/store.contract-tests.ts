@@ -813,6 +813,117 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
       }
     });
 
+    it('keeps calibration maps: newest first, one active per upstream and type, read by any instance', () =>
+      withStore(async ({ store, openAnother }) => {
+        const map = (id: string, fittedAt: number, active: boolean, type: 'noul' | 'choice' = 'noul') => ({
+          id,
+          upstream: 'cheap',
+          type,
+          fittedAt,
+          outcomes: 250,
+          params: type === 'noul' ? '{"a":0.4,"b":-0.3}' : '{"temperature":2.5}',
+          heldOut: '{"n":50}',
+          active,
+        });
+        await store.saveCalibrationMaps([map('cal_1', 1000, true), map('cal_2', 1000, true, 'choice')]);
+        await store.saveCalibrationMaps([map('cal_3', 2000, false)]);
+        await store.saveCalibrationMaps([]);
+        const other = await openAnother();
+        try {
+          expect((await other.calibrationMaps({ activeOnly: true })).map((m) => m.id).sort()).toEqual([
+            'cal_1',
+            'cal_2',
+          ]);
+          // A newer active fit takes the place of the active map of its upstream and type only.
+          await other.saveCalibrationMaps([map('cal_4', 3000, true)]);
+          const all = await store.calibrationMaps({ activeOnly: false });
+          expect(all.map((m) => [m.id, m.active])).toEqual([
+            ['cal_4', true],
+            ['cal_3', false],
+            ['cal_2', true],
+            ['cal_1', false],
+          ]);
+          expect(all[0]).toEqual(map('cal_4', 3000, true));
+        } finally {
+          await other.close();
+        }
+      }));
+
+    it('keeps review items: oldest first in pages, a review done once with its truths as outcomes, retention', () =>
+      withStore(async ({ store, openAnother }) => {
+        const key = newKey();
+        await store.createKey(key);
+        const now = Date.now();
+        const held = await store.reserve(key.id, 'r1', 100_000, now, now - 60_000);
+        if (!held.ok) throw new Error('reserve failed');
+        const questions = JSON.stringify({
+          team: { type: 'choice', upstream: 'cheap', p: [0.5, 0.5], labels: ['a', 'b'] },
+        });
+        await store.settle(held.reservationId, usageEntry(key.id, 'r1', 1000, now), now - 60_000, {
+          questions,
+          reused: null,
+        });
+        const item = (id: string, requestId: string, at: number, route = 'default') => ({
+          id,
+          requestId,
+          keyId: key.id,
+          route,
+          at,
+          status: 'open' as const,
+          item: `{"state":"${id}"}`,
+          outcomes: null,
+          reviewer: null,
+          reviewedAt: null,
+        });
+        await store.saveReviewItem(item('rev_b', 'r1', now));
+        await store.saveReviewItem(item('rev_a', 'r2', now));
+        await store.saveReviewItem(item('rev_c', 'r3', now + 5, 'cheap'));
+        // A request marks one item: saved again, the first stands.
+        await store.saveReviewItem({ ...item('rev_z', 'r1', now), item: '{}' });
+        const other = await openAnother();
+        try {
+          expect(await other.openReviews()).toBe(3);
+          const page = await other.reviewItems({ status: 'open', limit: 2 });
+          expect(page.map((i) => i.id)).toEqual(['rev_a', 'rev_b']);
+          const next = await other.reviewItems({ status: 'open', limit: 2, after: { at: now, id: 'rev_b' } });
+          expect(next.map((i) => i.id)).toEqual(['rev_c']);
+          expect((await other.reviewItems({ route: 'cheap', limit: 10 })).map((i) => i.id)).toEqual([
+            'rev_c',
+          ]);
+          expect(await other.reviewItem('rev_b')).toEqual(item('rev_b', 'r1', now));
+          expect(await other.reviewItem('nope')).toBeUndefined();
+
+          const review = { outcomes: '{"team":"b"}', reviewer: 'ana', at: now + 10 };
+          expect(await store.completeReview('rev_b', review, [{ questionId: 'team', truth: '"b"' }])).toBe(
+            true,
+          );
+          expect(await other.completeReview('rev_b', review, [{ questionId: 'team', truth: '"a"' }])).toBe(
+            false,
+          );
+          expect(await other.reviewItem('rev_b')).toMatchObject({
+            status: 'done',
+            outcomes: '{"team":"b"}',
+            reviewer: 'ana',
+            reviewedAt: now + 10,
+          });
+          expect(await other.openReviews()).toBe(2);
+          const [judged] = await other.judgedDecisions({ from: now, to: now + 60_000 });
+          expect(judged).toMatchObject({ outcomes: { team: '"b"' }, reviewed: ['team'] });
+          // A caller's later outcome takes the reviewer's place.
+          await other.recordOutcomes('r1', [{ questionId: 'team', truth: '"a"' }], now + 20);
+          const [again] = await store.judgedDecisions({ from: now, to: now + 60_000 });
+          expect(again).toMatchObject({ outcomes: { team: '"a"' }, reviewed: [] });
+
+          // Retention: made before `before`, or reviewed before `reviewedBefore`.
+          expect(await other.deleteReviewItems(now, now + 11, 100)).toBe(1);
+          expect(await other.reviewItem('rev_b')).toBeUndefined();
+          expect(await other.deleteReviewItems(now + 1, 0, 100)).toBe(1);
+          expect((await other.reviewItems({ limit: 10 })).map((i) => i.id)).toEqual(['rev_c']);
+        } finally {
+          await other.close();
+        }
+      }));
+
     it('keeps a decision with its settle, records and replaces outcomes, reads them back and deletes them by age', () =>
       withStore(async ({ store, openAnother }) => {
         const key = newKey();
@@ -868,9 +979,28 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
           await store.recordOutcomes('d2', [{ questionId: 'team', truth: '"a"' }], now);
           const judged = await other.judgedDecisions({ from: now, to: now + 60_000 });
           expect(judged).toEqual([
-            { route: 'default', questions, outcomes: { team: '"b"', other: 'true' } },
-            { route: 'default', questions, outcomes: { team: '"a"' } },
+            {
+              id: expect.any(Number),
+              route: 'default',
+              at: now,
+              questions,
+              outcomes: { team: '"b"', other: 'true' },
+              reviewed: [],
+            },
+            {
+              id: expect.any(Number),
+              route: 'default',
+              at: now + 1,
+              questions,
+              outcomes: { team: '"a"' },
+              reviewed: [],
+            },
           ]);
+          // Read in pages of decisions, from where the last page ended.
+          const [first] = await other.judgedDecisions({ from: now, to: now + 60_000, limit: 1 });
+          expect(first?.at).toBe(now);
+          const rest = await other.judgedDecisions({ from: now, to: now + 60_000, after: first?.id ?? 0 });
+          expect(rest.map((d) => d.at)).toEqual([now + 1]);
           expect(
             await other.judgedDecisions({ from: now + 1, to: now + 60_000, keyId: key.id }),
           ).toHaveLength(1);

@@ -280,15 +280,52 @@ export interface Store {
     outcomes: readonly { questionId: string; truth: string }[],
     at: number,
   ): Promise<number>;
-  /** Every decision from `from` (inclusive) to `to` (exclusive) with at least one outcome, with its outcomes. */
+  /**
+   * Every decision from `from` (inclusive) to `to` (exclusive) with at least one outcome, with its
+   * outcomes, oldest first; `limit` decisions from `after` (a decision's `id`) for reading in pages.
+   */
   judgedDecisions(query: {
     from: number;
     to: number;
     keyId?: string;
     route?: string;
-  }): Promise<{ route: string | null; questions: string; outcomes: Record<string, string> }[]>;
+    after?: number;
+    limit?: number;
+  }): Promise<JudgedDecision[]>;
   /** Deletes up to `limit` decisions older than `before`, with their outcomes (retention). */
   deleteDecisionsBefore(before: number, limit: number): Promise<number>;
+
+  /**
+   * Calibration maps (docs/calibration-maps.md): the fits of a refit, in one transaction. A fit
+   * saved active takes the place of the active map of its upstream and type.
+   */
+  saveCalibrationMaps(maps: readonly StoredCalibrationMap[]): Promise<void>;
+  /** Every fit kept (or the active ones), newest first. */
+  calibrationMaps(query: { activeOnly: boolean }): Promise<StoredCalibrationMap[]>;
+
+  /** Review items (docs/review.md): written after the decision's settle, off the request's answer. */
+  saveReviewItem(item: StoredReviewItem): Promise<void>;
+  /** Oldest first, by (`at`, `id`) after `after`, of one status and route if given. */
+  reviewItems(query: {
+    status?: ReviewStatus;
+    route?: string;
+    limit: number;
+    after?: { at: number; id: string };
+  }): Promise<StoredReviewItem[]>;
+  reviewItem(id: string): Promise<StoredReviewItem | undefined>;
+  /**
+   * A reviewer's truths, in one transaction: recorded as the decision's outcomes with source
+   * `review` (replacing a caller's), and the item done. False if it was done already.
+   */
+  completeReview(
+    id: string,
+    review: { outcomes: string; reviewer: string; at: number },
+    truths: readonly { questionId: string; truth: string }[],
+  ): Promise<boolean>;
+  /** Open items. */
+  openReviews(): Promise<number>;
+  /** Deletes up to `limit` items made before `before`, or reviewed before `reviewedBefore` (retention). */
+  deleteReviewItems(before: number, reviewedBefore: number, limit: number): Promise<number>;
 
   /**
    * A key's totals, from its rollups (so they survive retention), and its most recent records
@@ -360,24 +397,81 @@ export interface SummaryRows {
   byProject: (RollupSums & { projectId: string; name: string })[];
 }
 
-/** One row per outcome, ordered by request, as both stores read them → one entry per decision. */
+/** A decision with its outcomes, as calibration and the fits read it. */
+export interface JudgedDecision {
+  /** Its row's id: the order decisions were kept in, and where a page of them ends. */
+  id: number;
+  route: string | null;
+  at: number;
+  questions: string;
+  /** Each truth as JSON text, by question ID. */
+  outcomes: Record<string, string>;
+  /** The question IDs whose truth a reviewer gave (docs/review.md); the others came from the caller. */
+  reviewed: string[];
+}
+
+/** One row per outcome, ordered by decision, as both stores read them → one entry per decision. */
 export function groupJudged(
   rows: readonly {
-    request_id: string;
+    id: number | string;
     route: string | null;
+    at: number | string;
     questions: string;
     question_id: string;
     truth: string;
+    source: string;
   }[],
-): { route: string | null; questions: string; outcomes: Record<string, string> }[] {
-  const decisions: { route: string | null; questions: string; outcomes: Record<string, string> }[] = [];
-  let last: string | undefined;
+): JudgedDecision[] {
+  const decisions: JudgedDecision[] = [];
+  let last: JudgedDecision | undefined;
   for (const row of rows) {
-    if (row.request_id !== last) {
-      decisions.push({ route: row.route, questions: row.questions, outcomes: {} });
-      last = row.request_id;
+    const id = Number(row.id);
+    if (last?.id !== id) {
+      last = {
+        id,
+        route: row.route,
+        at: Number(row.at),
+        questions: row.questions,
+        outcomes: {},
+        reviewed: [],
+      };
+      decisions.push(last);
     }
-    (decisions[decisions.length - 1] as (typeof decisions)[number]).outcomes[row.question_id] = row.truth;
+    Object.defineProperty(last.outcomes, row.question_id, {
+      value: row.truth,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+    if (row.source === 'review') last.reviewed.push(row.question_id);
   }
   return decisions;
+}
+
+/** A calibration map as both stores keep it; `params` and `heldOut` are JSON text. */
+export interface StoredCalibrationMap {
+  id: string;
+  upstream: string;
+  type: 'noul' | 'choice' | 'score';
+  fittedAt: number;
+  outcomes: number;
+  params: string;
+  heldOut: string;
+  active: boolean;
+}
+
+export type ReviewStatus = 'open' | 'done';
+
+/** A review item as both stores keep it; `item` is its state, assets, questions and answers as JSON text. */
+export interface StoredReviewItem {
+  id: string;
+  requestId: string;
+  keyId: string;
+  route: string;
+  at: number;
+  status: ReviewStatus;
+  item: string;
+  outcomes: string | null;
+  reviewer: string | null;
+  reviewedAt: number | null;
 }

@@ -1,4 +1,5 @@
 import { decisionTables } from '../decision-tables.ts';
+import { learningTables } from '../learning-tables.ts';
 import { rollupSchema } from '../rollups.ts';
 import type { Migration } from '../shared-rules.ts';
 import { FUNCTIONS } from './functions.ts';
@@ -400,6 +401,15 @@ ${FUNCTIONS.dg_step_settle}
 ${FUNCTIONS.dg_step_release}
 
 ${FUNCTIONS.dg_apply}
+    `,
+  },
+  {
+    version: 8,
+    name: 'calibration maps, review items and where each outcome came from',
+    // docs/calibration-maps.md and docs/review.md: fits and review items are written off the
+    // request path; an outcome's source tells a reviewer's truth from a caller's.
+    sql: `
+      ${learningTables('postgres')}
     `,
   },
 ];

@@ -26,6 +26,8 @@ import {
   pageOf,
   type SeriesRow,
   type Store,
+  type StoredCalibrationMap,
+  type StoredReviewItem,
   type UsageEntry,
 } from '../store.ts';
 import { budgetEventOf, postgresBudgets } from './budgets.ts';
@@ -262,32 +264,29 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
       call('record outcomes', async () => {
         // xmax = 0 marks a row this statement inserted; any other, one it updated (replaced).
         const rows = await sql<{ replaced: boolean }[]>`
-          INSERT INTO decision_outcomes (request_id, question_id, truth, recorded_at)
-          SELECT ${requestId}, o.question_id, o.truth, ${at}
+          INSERT INTO decision_outcomes (request_id, question_id, truth, recorded_at, source)
+          SELECT ${requestId}, o.question_id, o.truth, ${at}, 'caller'
           FROM jsonb_to_recordset(${JSON.stringify(outcomes.map((o) => ({ question_id: o.questionId, truth: o.truth })))}::text::jsonb)
             AS o(question_id text, truth text)
-          ON CONFLICT (request_id, question_id) DO UPDATE SET truth = excluded.truth, recorded_at = excluded.recorded_at
+          ON CONFLICT (request_id, question_id) DO UPDATE SET truth = excluded.truth, recorded_at = excluded.recorded_at,
+            source = excluded.source
           RETURNING (xmax <> 0) AS replaced`;
         return rows.filter((row) => row.replaced).length;
       }),
 
-    judgedDecisions: ({ from, to, keyId, route }) =>
+    judgedDecisions: ({ from, to, keyId, route, after, limit }) =>
       call('judged decisions', async () => {
-        const rows = await sql<
-          {
-            request_id: string;
-            route: string | null;
-            questions: string;
-            question_id: string;
-            truth: string;
-          }[]
-        >`
-          SELECT d.request_id, d.route, d.questions, o.question_id, o.truth
+        const rows = await sql<Parameters<typeof groupJudged>[0][number][]>`
+          SELECT d.id, d.route, d.at, d.questions, o.question_id, o.truth, o.source
           FROM decision_records d JOIN decision_outcomes o ON o.request_id = d.request_id
-          WHERE d.at >= ${from} AND d.at < ${to}
-            AND (${keyId ?? null}::text IS NULL OR d.key_id = ${keyId ?? null})
-            AND (${route ?? null}::text IS NULL OR d.route = ${route ?? null})
-          ORDER BY d.request_id`;
+          WHERE d.id IN (
+            SELECT p.id FROM decision_records p
+            WHERE p.at >= ${from} AND p.at < ${to} AND p.id > ${after ?? -1}
+              AND (${keyId ?? null}::text IS NULL OR p.key_id = ${keyId ?? null})
+              AND (${route ?? null}::text IS NULL OR p.route = ${route ?? null})
+              AND EXISTS (SELECT 1 FROM decision_outcomes q WHERE q.request_id = p.request_id)
+            ORDER BY p.id LIMIT ${limit ?? null})
+          ORDER BY d.id`;
         return groupJudged(rows);
       }),
 
@@ -304,6 +303,89 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
           return deleted.count;
         }),
       ),
+
+    saveCalibrationMaps: (maps) =>
+      call('save calibration maps', () =>
+        sql.begin(async (tx) => {
+          for (const map of maps) {
+            if (map.active)
+              await tx`UPDATE calibration_maps SET active = false
+                WHERE upstream = ${map.upstream} AND type = ${map.type} AND active`;
+            await tx`INSERT INTO calibration_maps (id, upstream, type, fitted_at, outcomes, params, held_out, active)
+              VALUES (${map.id}, ${map.upstream}, ${map.type}, ${map.fittedAt}, ${map.outcomes}, ${map.params},
+                ${map.heldOut}, ${map.active})`;
+          }
+        }),
+      ),
+
+    calibrationMaps: ({ activeOnly }) =>
+      call('calibration maps', async () => {
+        const rows = await sql<(StoredCalibrationMap & { fittedAt: string | number })[]>`
+          SELECT id, upstream, type, fitted_at AS "fittedAt", outcomes, params, held_out AS "heldOut", active
+          FROM calibration_maps WHERE (NOT ${activeOnly} OR active) ORDER BY fitted_at DESC, id DESC`;
+        return rows.map((row) => ({ ...row, fittedAt: Number(row.fittedAt) }));
+      }),
+
+    saveReviewItem: (item) =>
+      call('save review item', async () => {
+        await sql`INSERT INTO review_items (id, request_id, key_id, route, at, status, item)
+          VALUES (${item.id}, ${item.requestId}, ${item.keyId}, ${item.route}, ${item.at}, 'open', ${item.item})
+          ON CONFLICT (request_id) DO NOTHING`;
+      }),
+
+    reviewItems: ({ status, route, limit, after }) =>
+      call('review items', async () => {
+        const rows = await sql<PgReviewRow[]>`
+          SELECT ${sql.unsafe(REVIEW_COLUMNS)} FROM review_items
+          WHERE (${status ?? null}::text IS NULL OR status = ${status ?? null})
+            AND (${route ?? null}::text IS NULL OR route = ${route ?? null})
+            AND (at > ${after?.at ?? -1} OR (at = ${after?.at ?? -1} AND id > ${after?.id ?? ''}))
+          ORDER BY at, id LIMIT ${limit}`;
+        return rows.map(reviewRow);
+      }),
+
+    reviewItem: (id) =>
+      call('review item', async () => {
+        const [row] = await sql<
+          PgReviewRow[]
+        >`SELECT ${sql.unsafe(REVIEW_COLUMNS)} FROM review_items WHERE id = ${id}`;
+        return row && reviewRow(row);
+      }),
+
+    completeReview: (id, review, truths) =>
+      call('complete review', () =>
+        sql.begin(async (tx) => {
+          const [done] = await tx<{ request_id: string }[]>`
+            UPDATE review_items SET status = 'done', outcomes = ${review.outcomes}, reviewer = ${review.reviewer},
+              reviewed_at = ${review.at}
+            WHERE id = ${id} AND status = 'open' RETURNING request_id`;
+          if (done === undefined) return false;
+          await tx`
+            INSERT INTO decision_outcomes (request_id, question_id, truth, recorded_at, source)
+            SELECT ${done.request_id}, o.question_id, o.truth, ${review.at}, 'review'
+            FROM jsonb_to_recordset(${JSON.stringify(truths.map((t) => ({ question_id: t.questionId, truth: t.truth })))}::text::jsonb)
+              AS o(question_id text, truth text)
+            ON CONFLICT (request_id, question_id) DO UPDATE SET truth = excluded.truth,
+              recorded_at = excluded.recorded_at, source = 'review'`;
+          return true;
+        }),
+      ),
+
+    openReviews: () =>
+      call('open reviews', async () => {
+        const [row] = await sql<
+          { n: string }[]
+        >`SELECT count(*) AS n FROM review_items WHERE status = 'open'`;
+        return Number(row?.n ?? 0);
+      }),
+
+    deleteReviewItems: (before, reviewedBefore, limit) =>
+      call('delete review items', async () => {
+        const deleted = await sql`DELETE FROM review_items WHERE id IN (
+          SELECT id FROM review_items WHERE at < ${before} OR (status = 'done' AND reviewed_at < ${reviewedBefore})
+          LIMIT ${limit})`;
+        return deleted.count;
+      }),
 
     usageSeries: ({ keyId, stepMs, from, to }) =>
       call('usage series', async () => {
@@ -434,3 +516,16 @@ function usageStep(reservationId: string | null, entry: UsageEntry) {
     starts: windowStarts(entry.at),
   };
 }
+
+const REVIEW_COLUMNS = `id, request_id AS "requestId", key_id AS "keyId", route, at, status, item, outcomes, reviewer,
+  reviewed_at AS "reviewedAt"`;
+type PgReviewRow = Omit<StoredReviewItem, 'at' | 'reviewedAt'> & {
+  at: string | number;
+  reviewedAt: string | number | null;
+};
+/** bigint columns come back as text. */
+const reviewRow = (row: PgReviewRow): StoredReviewItem => ({
+  ...row,
+  at: Number(row.at),
+  reviewedAt: row.reviewedAt === null ? null : Number(row.reviewedAt),
+});

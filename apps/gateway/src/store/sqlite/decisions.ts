@@ -6,10 +6,15 @@ type DecisionMethods = Pick<
   'findDecision' | 'recordOutcomes' | 'judgedDecisions' | 'deleteDecisionsBefore'
 >;
 
-const JUDGED = `SELECT d.request_id, d.route, d.questions, o.question_id, o.truth
+/** A page of decisions that have outcomes, then their outcomes: one row per outcome, by decision. */
+const JUDGED = `SELECT d.id, d.route, d.at, d.questions, o.question_id, o.truth, o.source
   FROM decision_records d JOIN decision_outcomes o ON o.request_id = d.request_id
-  WHERE d.at >= ? AND d.at < ? AND (? IS NULL OR d.key_id = ?) AND (? IS NULL OR d.route = ?)
-  ORDER BY d.request_id`;
+  WHERE d.id IN (
+    SELECT p.id FROM decision_records p
+    WHERE p.at >= ? AND p.at < ? AND p.id > ? AND (? IS NULL OR p.key_id = ?) AND (? IS NULL OR p.route = ?)
+      AND EXISTS (SELECT 1 FROM decision_outcomes q WHERE q.request_id = p.request_id)
+    ORDER BY p.id LIMIT ?)
+  ORDER BY d.id`;
 
 /** Decisions kept for their outcomes, the outcomes reported, and their retention (docs/outcomes.md). */
 export function sqliteDecisions({ sql, write, background }: SqliteParts): DecisionMethods {
@@ -22,20 +27,23 @@ export function sqliteDecisions({ sql, write, background }: SqliteParts): Decisi
         let replaced = 0;
         for (const { questionId, truth } of outcomes) {
           if (sql.outcomeExists.get(requestId, questionId)) replaced++;
-          sql.upsertOutcome.run(requestId, questionId, truth, at);
+          sql.upsertOutcome.run(requestId, questionId, truth, at, 'caller');
         }
         return replaced;
       }),
-    async judgedDecisions({ from, to, keyId, route }) {
-      const rows = await background().all<{
-        request_id: string;
-        route: string | null;
-        questions: string;
-        question_id: string;
-        truth: string;
-      }>({
+    async judgedDecisions({ from, to, keyId, route, after, limit }) {
+      const rows = await background().all<Parameters<typeof groupJudged>[0][number]>({
         sql: JUDGED,
-        params: [from, to, keyId ?? null, keyId ?? null, route ?? null, route ?? null],
+        params: [
+          from,
+          to,
+          after ?? -1,
+          keyId ?? null,
+          keyId ?? null,
+          route ?? null,
+          route ?? null,
+          limit ?? -1,
+        ],
       });
       return groupJudged(rows);
     },

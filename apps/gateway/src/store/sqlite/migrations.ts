@@ -1,4 +1,5 @@
 import { decisionTables } from '../decision-tables.ts';
+import { learningTables } from '../learning-tables.ts';
 import { rollupSchema } from '../rollups.ts';
 import type { Migration } from '../shared-rules.ts';
 
@@ -159,6 +160,15 @@ export const MIGRATIONS: readonly Migration[] = [
         spent_micro INTEGER NOT NULL CHECK (spent_micro >= 0),
         PRIMARY KEY (holder, period)
       );
+    `,
+  },
+  {
+    version: 9,
+    name: 'calibration maps, review items and where each outcome came from',
+    // docs/calibration-maps.md and docs/review.md: fits and review items are written off the
+    // request path; an outcome's source tells a reviewer's truth from a caller's.
+    sql: `
+      ${learningTables('sqlite')}
     `,
   },
 ];

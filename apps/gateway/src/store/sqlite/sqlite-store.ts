@@ -9,6 +9,7 @@ import { sqliteCredits } from './credits.ts';
 import { sqliteDecisions } from './decisions.ts';
 import { createGroupCommit } from './group-commit.ts';
 import { sqliteKeys } from './keys.ts';
+import { sqliteLearning } from './learning.ts';
 import { MIGRATIONS } from './migrations.ts';
 import type { SqliteParts } from './parts.ts';
 import { createRollupBatch } from './rollup-batch.ts';
@@ -129,6 +130,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     ...sqliteCredits(parts, budgets, (event) => store.onBudgetEvent?.(event)),
     ...budgets.methods,
     ...sqliteDecisions(parts),
+    ...sqliteLearning(parts),
     ...sqliteUsage(parts),
     async checkWritable() {
       assertSameFile();

@@ -159,9 +159,10 @@ export function prepareStatements(db: Database.Database) {
     outcomeExists: db.prepare<[string, string], { n: number }>(
       'SELECT 1 AS n FROM decision_outcomes WHERE request_id = ? AND question_id = ?',
     ),
-    upsertOutcome: db.prepare<[string, string, string, number]>(
-      `INSERT INTO decision_outcomes (request_id, question_id, truth, recorded_at) VALUES (?, ?, ?, ?)
-     ON CONFLICT (request_id, question_id) DO UPDATE SET truth = excluded.truth, recorded_at = excluded.recorded_at`,
+    upsertOutcome: db.prepare<[string, string, string, number, string]>(
+      `INSERT INTO decision_outcomes (request_id, question_id, truth, recorded_at, source) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (request_id, question_id) DO UPDATE SET truth = excluded.truth, recorded_at = excluded.recorded_at,
+       source = excluded.source`,
     ),
     // Budgets and projects (docs/budgets.md).
     budgetsOf: db.prepare<{ keyId: string; projectId: string | null }, BudgetRow>(
