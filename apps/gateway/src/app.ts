@@ -6,6 +6,7 @@ import { createBudgetService } from './budgets/budget-service.ts';
 import type { CacheScope, DecisionCache } from './cache/decision-cache.ts';
 import { createMemoryCache } from './cache/memory-cache.ts';
 import { createRedisCache } from './cache/redis-cache.ts';
+import { createCalibrationMaps } from './calibration-maps/maps-service.ts';
 import { type Config, TIMEOUT_DEFAULTS } from './config/environment.ts';
 import { type Pricing, pricingFromCredits } from './core/credits.ts';
 import { createEvaluator } from './core/evaluation/index.ts';
@@ -19,12 +20,13 @@ import { createMetrics, type GatewayMetrics } from './metrics.ts';
 import { createOutcomes, escalatingRoutes } from './outcomes/outcome-service.ts';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit/rate-limiter.ts';
 import { createRedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
+import { createReviews } from './reviews/review-service.ts';
 import { buildRoutes, type UpstreamStats, upstreamHealth } from './routing/build-routes.ts';
 import type { Route } from './routing/route.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { createUpstreamRegistry } from './upstreams/registry.ts';
-import { decisionRetention, startMaintenance, usageRetention } from './usage/maintenance.ts';
+import { decisionRetention, reviewRetention, startMaintenance, usageRetention } from './usage/maintenance.ts';
 import { createUsageReports } from './usage/reports.ts';
 
 /**
@@ -67,6 +69,11 @@ export interface GatewayParts {
   mcpSessions?: Partial<SessionLimits>;
   /** IMAGE_BYTES_IN_FLIGHT (default 268435456): image bytes requests in flight may hold together. */
   imageBytesInFlight?: number;
+  /**
+   * CALIBRATION_REFIT_MINUTES (60), CALIBRATION_WINDOW_DAYS (30), CALIBRATION_MIN_OUTCOMES (200), and
+   * how often the active maps are read again (30 s) (docs/calibration-maps.md).
+   */
+  calibration?: Partial<{ refitMinutes: number; windowDays: number; minOutcomes: number; reloadMs: number }>;
 }
 
 export function createServices(parts: GatewayParts): GatewayServices {
@@ -85,8 +92,27 @@ export function createServices(parts: GatewayParts): GatewayServices {
     clock,
     staleAfterMs(longestDeadlineMs, parts.storeTimeoutMs ?? 2_000),
   );
+  const calibrationMaps = createCalibrationMaps({
+    store: parts.store,
+    logger: parts.logger,
+    clock,
+    refitMinutes: parts.calibration?.refitMinutes ?? 60,
+    windowDays: parts.calibration?.windowDays ?? 30,
+    minOutcomes: parts.calibration?.minOutcomes ?? 200,
+    ...(parts.calibration?.reloadMs !== undefined && { reloadMs: parts.calibration.reloadMs }),
+  });
+  void calibrationMaps.start();
+  const reviews = createReviews({
+    store: parts.store,
+    clock,
+    logger: parts.logger,
+    onReviewed: (outcome) => metrics.reviews.inc({ outcome }),
+  });
+  metrics.watchOpenReviews(() => parts.store.openReviews());
   const evaluator = createEvaluator({
     authenticate,
+    calibration: calibrationMaps,
+    reviews,
     clock,
     keepDecisions: decisionRetentionDays > 0,
     store: parts.store,
@@ -116,6 +142,8 @@ export function createServices(parts: GatewayParts): GatewayServices {
     keys: createKeyService(parts.store, clock, routeNames, budgets),
     budgets,
     reports: createUsageReports(parts.store, clock),
+    calibrationMaps,
+    reviews,
     outcomes: createOutcomes({
       store: parts.store,
       clock,
@@ -243,6 +271,7 @@ export async function openGateway(config: Config, logger: Logger): Promise<Opene
     decisionRetentionDays: config.retention.decisionDays,
     mcpSessions: { max: config.mcp.maxSessions },
     imageBytesInFlight: config.imageBytesInFlight,
+    calibration: config.calibration,
     ...(rateLimiter && { rateLimiter }),
   });
   // The upgrade's fold and retention, in the background from now on (docs/usage.md).
@@ -251,6 +280,7 @@ export async function openGateway(config: Config, logger: Logger): Promise<Opene
     tasks: [
       ...usageRetention(store, config.retention.usageDays),
       decisionRetention(store, config.retention.decisionDays),
+      reviewRetention(store, config.retention.reviewDays),
     ],
     logger,
   });

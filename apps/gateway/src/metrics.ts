@@ -11,6 +11,7 @@ export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'dg_' });
   const circuits = new Map<string, () => keyof typeof CIRCUIT_VALUE>();
+  let openReviews: (() => Promise<number>) | undefined;
   let cacheBytes: (() => number) | undefined;
   let debitedMicro = 0;
   new Counter({
@@ -50,6 +51,12 @@ export function createMetrics() {
       help: 'Upstream call latency (all attempts), by upstream and outcome',
       labelNames: ['upstream', 'outcome'] as const,
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    reviews: new Counter({
+      name: 'dg_reviews_total',
+      help: "Reviewed answers (docs/review.md): agreed when the reviewer's truth matches the answer, else overridden",
+      labelNames: ['outcome'] as const,
       registers: [registry],
     }),
     outcomes: new Counter({
@@ -165,11 +172,24 @@ export function createMetrics() {
     watchCacheBytes(bytes: () => number) {
       cacheBytes = bytes;
     },
+    /** Report the open review items on every scrape (read from the store, shared by every instance). */
+    watchOpenReviews(count: () => Promise<number>) {
+      openReviews = count;
+    },
     /** Report an upstream's circuit state on every scrape. */
     watchCircuit(upstream: string, state: () => keyof typeof CIRCUIT_VALUE) {
       circuits.set(upstream, state);
     },
   };
+
+  new Gauge({
+    name: 'dg_reviews_open',
+    help: 'Review items not yet reviewed (docs/review.md)',
+    registers: [registry],
+    async collect() {
+      if (openReviews) this.set(await openReviews().catch(() => Number.NaN));
+    },
+  });
 
   new Gauge({
     name: 'dg_cache_bytes',

@@ -65,6 +65,8 @@ export interface TestGatewayOptions {
   mcpSessions?: Partial<SessionLimits>;
   /** IMAGE_BYTES_IN_FLIGHT (docs/images.md#memory). */
   imageBytesInFlight?: number;
+  /** The calibration maps' settings (docs/calibration-maps.md); by default refits run only on demand. */
+  calibration?: Partial<{ refitMinutes: number; windowDays: number; minOutcomes: number; reloadMs: number }>;
 }
 
 /** A real gateway on 127.0.0.1 with a fresh SQLite file, as `pnpm start` builds it. */
@@ -108,6 +110,7 @@ export async function startGateway(options: TestGatewayOptions = {}): Promise<Te
     }),
     ...(options.mcpSessions && { mcpSessions: options.mcpSessions }),
     ...(options.imageBytesInFlight !== undefined && { imageBytesInFlight: options.imageBytesInFlight }),
+    calibration: { refitMinutes: 0, ...options.calibration },
     logger,
     pricing: pricingFromCredits(options.creditsPer1kInput ?? 1, 0),
     rateLimitPerMinute: options.rateLimitPerMinute ?? 0,

@@ -261,7 +261,7 @@ describe('origins and CORS', () => {
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe(PAGE);
     expect(ok.headers.get('access-control-expose-headers')).toBe(
-      'x-request-id, x-credits-used, x-dg-route, x-dg-upstream, x-dg-cache, retry-after',
+      'x-request-id, x-credits-used, x-dg-route, x-dg-upstream, x-dg-cache, x-dg-calibration, x-dg-review, retry-after',
     );
     const invalid = await post(gw.url, '/v1/systemone', { ...sampleRequest(), state: null }, fromPage(token));
     expect([invalid.status, invalid.headers.get('access-control-allow-origin')]).toEqual([400, PAGE]);

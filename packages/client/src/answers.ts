@@ -74,6 +74,8 @@ export interface Evaluation<Questions extends Record<string, QuestionDefinition>
   result: Omit<EvaluationResult, 'answers' | 'usage'> & { answers: AnswersOf<Questions>; usage: Usage };
   /** Credits debited from the key: the client always sends one, so the gateway always reports it. */
   creditsUsed: number;
+  /** On a route that reviews (docs/review.md): the questions whose answers were marked for a person. */
+  review: (keyof Questions & string)[];
   meta: EvaluationMeta;
 }
 

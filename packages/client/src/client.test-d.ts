@@ -97,6 +97,11 @@ describe('answers are typed per question', () => {
     expectTypeOf(data.result.model).toEqualTypeOf<'vendor/model-1.13'>();
     expectTypeOf(data.creditsUsed).toEqualTypeOf<number>();
   });
+
+  it('types the questions marked for review by the request’s own question IDs', async () => {
+    const data = await client.evaluate({ state: 's', questions: { refund: noul('x'), team: noul('y') } });
+    expectTypeOf(data.review).toEqualTypeOf<('refund' | 'team')[]>();
+  });
 });
 
 describe('requests are checked', () => {

@@ -24,7 +24,7 @@ describe('createGatewayClient against a real gateway', () => {
 
   it('evaluates with builders, defaulting the model, and returns typed answers', async () => {
     const client = createGatewayClient({ url: gw.url, apiKey: gw.key });
-    const { result, creditsUsed } = await client.evaluate({
+    const { result, creditsUsed, review } = await client.evaluate({
       state: 'I was charged twice for my order. Please refund the double charge.',
       questions: {
         team: choice('Which team should handle this?', {
@@ -45,6 +45,8 @@ describe('createGatewayClient against a real gateway', () => {
     expect(result.answers.refund.noul).toBeGreaterThan(0.5);
     expect(result.usage.input_tokens).toBeGreaterThan(0);
     expect(creditsUsed).toBe(result.usage.input_tokens / 1000);
+    // The default route reviews nothing.
+    expect(review).toEqual([]);
   });
 
   it('sends route as x-dg-route and reads meta from the response headers', async () => {

@@ -222,7 +222,9 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
       );
       // The router's output is the contract's untyped-by-question answers; the client narrows
       // it to the questions sent, which the gateway guarantees (one answer per ID, same type).
-      return { ...data, meta: meta as EvaluationMeta } as unknown as Evaluation<typeof request.questions>;
+      return { review: [], ...data, meta: meta as EvaluationMeta } as unknown as Evaluation<
+        typeof request.questions
+      >;
     },
     listModels() {
       return call(() => trpc.models.query());

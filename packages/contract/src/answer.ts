@@ -31,6 +31,9 @@ export const EvaluationData = z
   .strictObject({
     result: EvaluationResult,
     creditsUsed: z.number().min(0).optional().meta({ description: 'Credits debited (API-key requests).' }),
+    review: z.array(z.string()).optional().meta({
+      description: 'On a route that reviews: the questions whose answers were marked for a person.',
+    }),
   })
   .meta({ id: 'EvaluationData' });
 export type EvaluationData = z.infer<typeof EvaluationData>;

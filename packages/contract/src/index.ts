@@ -18,4 +18,5 @@ export * from './own-key-record.ts';
 export * from './parse-request.ts';
 export * from './question-types/index.ts';
 export * from './request.ts';
+export * from './reviews.ts';
 export { humanError, parseWorded, toIssues } from './zod-issues.ts';

@@ -34,10 +34,11 @@ import { LIMITS, MODEL_ID } from './limits.ts';
 import { McpExchangeError, McpMessage } from './mcp.ts';
 import { ModelList } from './models.ts';
 import { NativeError, NativeResult } from './native.ts';
-import { Calibration, RecordedOutcomes, RecordOutcomesBody } from './outcomes.ts';
+import { Calibration, CalibrationMapList, RecordedOutcomes, RecordOutcomesBody } from './outcomes.ts';
 import { recordShapeOf } from './own-key-record.ts';
 import { QUESTION_EXAMPLES } from './question-types/index.ts';
 import { EvaluationRequest } from './request.ts';
+import { ReviewItem, ReviewList, SubmitReviewBody } from './reviews.ts';
 
 /**
  * The OpenAPI 3.1 document of the REST API, generated from the contract's Zod schemas (Zod 4's
@@ -66,6 +67,9 @@ const envelopes = {
   UpstreamHealthEnvelope: successEnvelope(UpstreamHealth),
   RecordedOutcomesEnvelope: successEnvelope(RecordedOutcomes),
   CalibrationEnvelope: successEnvelope(Calibration),
+  CalibrationMapListEnvelope: successEnvelope(CalibrationMapList),
+  ReviewListEnvelope: successEnvelope(ReviewList),
+  ReviewItemEnvelope: successEnvelope(ReviewItem),
   HealthEnvelope: successEnvelope(z.strictObject({ status: z.string() })),
 };
 for (const [id, schema] of Object.entries(envelopes)) z.globalRegistry.add(schema, { id });
@@ -91,6 +95,7 @@ void [
   PatchKeyBody,
   CreateProjectBody,
   PatchProjectBody,
+  SubmitReviewBody,
 ];
 
 /** Own-key records are custom schemas for validation; document them as the records they are. */
@@ -673,10 +678,69 @@ const OPERATIONS = {
         required: false,
         schema: { type: 'number', exclusiveMinimum: 0, maximum: 1, default: 0.9 },
       },
+      {
+        name: 'calibrated',
+        in: 'query',
+        required: false,
+        description: 'true: the answers as routes that calibrate gave them; default the raw ones.',
+        schema: { type: 'string', enum: ['true', 'false'] },
+      },
     ],
     responses: {
       '200': ok('CalibrationEnvelope'),
       ...errorResponses([...AUTH_ERRORS, 'invalid_request', 'not_found']),
+    },
+  },
+  listReviews: {
+    operationId: 'listReviews',
+    tags: ['Admin'],
+    summary: 'Review items routes marked, oldest first, a page at a time',
+    security: admin,
+    parameters: [
+      { name: 'status', in: 'query', required: false, schema: { type: 'string', enum: ['open', 'done'] } },
+      { name: 'route', in: 'query', required: false, schema: { type: 'string' } },
+      {
+        name: 'limit',
+        in: 'query',
+        required: false,
+        schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+      },
+      { name: 'cursor', in: 'query', required: false, schema: { type: 'string' } },
+    ],
+    responses: { '200': ok('ReviewListEnvelope'), ...errorResponses([...ADMIN_ERRORS]) },
+  },
+  getReview: {
+    operationId: 'getReview',
+    tags: ['Admin'],
+    summary: 'One review item: the state, its images, the questions and the answers',
+    security: admin,
+    parameters: [idParam],
+    responses: { '200': ok('ReviewItemEnvelope'), ...errorResponses([...AUTH_ERRORS, 'not_found']) },
+  },
+  submitReview: {
+    operationId: 'submitReview',
+    tags: ['Admin'],
+    summary: "Give the truths of a review item's questions: recorded as outcomes, and the item done",
+    security: admin,
+    parameters: [idParam],
+    requestBody: { required: true, content: json('SubmitReviewBody') },
+    responses: { '200': ok('ReviewItemEnvelope'), ...errorResponses([...ADMIN_ERRORS, 'not_found']) },
+  },
+  calibrationMaps: {
+    operationId: 'calibrationMaps',
+    tags: ['Admin'],
+    summary: 'Every calibration map fitted, newest first, with its held-out scores before and after',
+    security: admin,
+    responses: { '200': ok('CalibrationMapListEnvelope'), ...errorResponses(AUTH_ERRORS) },
+  },
+  refitCalibration: {
+    operationId: 'refitCalibration',
+    tags: ['Admin'],
+    summary: 'Fit the calibration maps now; answers the fits it made once they are made',
+    security: admin,
+    responses: {
+      '200': ok('CalibrationMapListEnvelope'),
+      ...errorResponses([...AUTH_ERRORS, 'unavailable']),
     },
   },
   upstreamHealth: {

@@ -52,6 +52,14 @@ export const CalibrationQuery = z
       .max(1, { error: 'must be at most 1' })
       .default(0.9)
       .meta({ description: 'The accuracy the advice aims for (default 0.9).' }),
+    calibrated: z
+      .enum(['true', 'false'], { error: 'must be true or false' })
+      .optional()
+      .transform((v) => v === 'true')
+      .meta({
+        description:
+          'true: the answers as calibrated on routes with `calibrate` (docs/calibration-maps.md); default the raw ones.',
+      }),
   })
   .refine((q) => q.from === undefined || q.to === undefined || Date.parse(q.to) > Date.parse(q.from), {
     error: 'to must come after from',
@@ -79,6 +87,10 @@ export const CalibrationGroup = z
     ece: z.number(),
     mae: z.number().nullable().meta({ description: 'Scores only: mean |score − truth|.' }),
     meanIoU: z.number().nullable().meta({ description: 'Boxes only: the mean intersection over union.' }),
+    reviewed: z.number().int().meta({ description: 'Answers whose truth a reviewer gave (docs/review.md).' }),
+    overridden: z.number().nullable().meta({
+      description: "The share of reviewed answers the reviewer's truth contradicted; null with none.",
+    }),
     bins: z.array(ReliabilityBin).length(10),
   })
   .meta({ id: 'CalibrationGroup' });
@@ -102,3 +114,39 @@ export const Calibration = z
   .strictObject({ groups: z.array(CalibrationGroup), advice: z.array(EscalationAdvice) })
   .meta({ id: 'Calibration' });
 export type Calibration = z.infer<typeof Calibration>;
+
+/** The question types a calibration map corrects: those answered with a distribution. */
+export const CALIBRATED_TYPES = ['noul', 'choice', 'score'] as const;
+export type CalibratedType = (typeof CALIBRATED_TYPES)[number];
+
+const HeldOutScores = z.strictObject({ logLoss: z.number(), brier: z.number(), ece: z.number() });
+export type HeldOutScores = z.infer<typeof HeldOutScores>;
+
+/** One fit (docs/calibration-maps.md): Platt scaling for a noul, temperature scaling otherwise. */
+export const CalibrationMap = z
+  .strictObject({
+    id: z.string().meta({ description: '`cal_…`' }),
+    upstream: z.string(),
+    type: z.enum(CALIBRATED_TYPES),
+    fittedAt: isoTime,
+    outcomes: z.number().int().meta({ description: 'Every outcome it used, fitted and held out.' }),
+    params: z.union([
+      z
+        .strictObject({ a: z.number(), b: z.number() })
+        .meta({ description: 'noul: p′ = σ(a · logit(p) + b)' }),
+      z.strictObject({ temperature: z.number() }).meta({ description: 'choice, score: p′ₖ ∝ pₖ^(1/T)' }),
+    ]),
+    heldOut: z.strictObject({
+      n: z.number().int().meta({ description: 'The latest 20% of the outcomes by decision time.' }),
+      before: HeldOutScores,
+      after: HeldOutScores,
+    }),
+    active: z.boolean().meta({ description: 'Applied on routes with `calibrate: true`.' }),
+  })
+  .meta({ id: 'CalibrationMap' });
+export type CalibrationMap = z.infer<typeof CalibrationMap>;
+
+export const CalibrationMapList = z
+  .strictObject({ maps: z.array(CalibrationMap).meta({ description: 'Newest first.' }) })
+  .meta({ id: 'CalibrationMapList' });
+export type CalibrationMapList = z.infer<typeof CalibrationMapList>;

@@ -125,6 +125,14 @@ export const ConfigSchema = z
     USAGE_RETENTION_DAYS: integer(90, 1, 100_000),
     /** How long each answered decision is kept for its outcomes; 0 keeps none (outcomes refused). */
     DECISION_RETENTION_DAYS: integer(30, 0, 100_000),
+    /** Calibration maps (docs/calibration-maps.md): how often they are fitted (0: only on demand). */
+    CALIBRATION_REFIT_MINUTES: integer(60, 0, 525_600),
+    /** The outcomes of decisions made this many days back are fitted. */
+    CALIBRATION_WINDOW_DAYS: integer(30, 1, 100_000),
+    /** An upstream and question type is fitted from this many outcomes on. */
+    CALIBRATION_MIN_OUTCOMES: integer(200, 10, 100_000_000),
+    /** Review items (docs/review.md) are kept this long, or until a day after their review. */
+    REVIEW_RETENTION_DAYS: integer(14, 1, 100_000),
     /** The MCP door's open sessions at most (docs/mcp.md); past it, the least recently used closes. */
     MCP_MAX_SESSIONS: integer(1000, 1, 1_000_000),
     /** Image bytes that requests in flight may hold together (docs/images.md#memory); past it, 503. */
@@ -190,7 +198,16 @@ export const ConfigSchema = z
     cache: { scope: env.CACHE_SCOPE, maxBytes: env.CACHE_MAX_BYTES },
     corsOrigins: env.CORS_ORIGINS,
     upstreamMaxBodyBytes: env.UPSTREAM_MAX_BODY_BYTES,
-    retention: { usageDays: env.USAGE_RETENTION_DAYS, decisionDays: env.DECISION_RETENTION_DAYS },
+    retention: {
+      usageDays: env.USAGE_RETENTION_DAYS,
+      decisionDays: env.DECISION_RETENTION_DAYS,
+      reviewDays: env.REVIEW_RETENTION_DAYS,
+    },
+    calibration: {
+      refitMinutes: env.CALIBRATION_REFIT_MINUTES,
+      windowDays: env.CALIBRATION_WINDOW_DAYS,
+      minOutcomes: env.CALIBRATION_MIN_OUTCOMES,
+    },
     tracing: tracingOf(env),
     mcp: { maxSessions: env.MCP_MAX_SESSIONS },
     imageBytesInFlight: env.IMAGE_BYTES_IN_FLIGHT,

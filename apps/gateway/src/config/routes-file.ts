@@ -20,6 +20,10 @@ export interface ResolvedRoute {
   deadlineMs: number;
   /** 0 = no decision cache (docs/routes.md#decision-cache). */
   cacheTtlSeconds: number;
+  /** Apply the active calibration maps to its answers (docs/calibration-maps.md). */
+  calibrate?: boolean;
+  /** Mark its unsure final answers for review by a person (docs/review.md). */
+  review?: { confidenceBelow?: number; noulWithin?: [number, number] };
 }
 
 const probability = z.number().min(0).max(1);
@@ -37,6 +41,13 @@ const RouteConfig = z.strictObject({
     })
     .optional(),
   cache: z.strictObject({ ttlSeconds: z.int().min(0).max(31_536_000) }).optional(),
+  calibrate: z.boolean().optional(),
+  review: z
+    .strictObject({
+      confidenceBelow: probability.optional(),
+      noulWithin: z.tuple([probability, probability]).optional(),
+    })
+    .optional(),
   deadlineMs: z.int().min(1, { error: 'must be at least 1' }).max(3_600_000).optional(),
 });
 
@@ -78,6 +89,14 @@ const GatewayFile = z
         const within = escalate.noulWithin;
         if (within !== undefined && within[0] > within[1])
           problem([...at, 'escalate', 'noulWithin'], 'the lower bound comes first');
+      }
+      const review = route.review;
+      if (review !== undefined) {
+        if (review.confidenceBelow === undefined && review.noulWithin === undefined)
+          problem([...at, 'review'], 'say what to review: confidenceBelow, noulWithin or both');
+        const within = review.noulWithin;
+        if (within !== undefined && within[0] > within[1])
+          problem([...at, 'review', 'noulWithin'], 'the lower bound comes first');
       }
     }
   });
@@ -179,6 +198,8 @@ function resolve(file: z.output<typeof GatewayFile>): GatewaySetup {
       ...(route.escalate !== undefined && { escalate: route.escalate as ResolvedRoute['escalate'] & object }),
       deadlineMs: route.deadlineMs ?? 2 * longest,
       cacheTtlSeconds: route.cache?.ttlSeconds ?? 0,
+      ...(route.calibrate === true && { calibrate: true }),
+      ...(route.review !== undefined && { review: route.review as NonNullable<ResolvedRoute['review']> }),
     };
   }
   return { upstreams: file.upstreams, routes };

@@ -12,6 +12,8 @@ import {
   PatchKeyBody,
   PatchProjectBody,
   parseAdminInput,
+  ReviewQuery,
+  SubmitReviewBody,
   type UpstreamHealth,
   UsageQuery,
   UsageSeriesQuery,
@@ -22,8 +24,10 @@ import { bearerToken, isAdminToken } from '../auth/api-keys.ts';
 import type { TokenService } from '../auth/tokens.ts';
 import type { BudgetService } from '../budgets/budget-service.ts';
 import type { DecisionCache } from '../cache/decision-cache.ts';
+import type { CalibrationMaps } from '../calibration-maps/maps-service.ts';
 import type { KeyResult, KeyService } from '../keys/key-service.ts';
 import type { Outcomes } from '../outcomes/outcome-service.ts';
+import type { Reviews } from '../reviews/review-service.ts';
 import type { UsageReports } from '../usage/reports.ts';
 import { sendSuccess } from './answer.ts';
 import { type DoorOptions, door, sendFailure as sendDoorFailure } from './door.ts';
@@ -37,6 +41,10 @@ export interface AdminDoorOptions extends DoorOptions {
   budgets: BudgetService;
   reports: UsageReports;
   outcomes: Outcomes;
+  /** Calibration maps (docs/calibration-maps.md): their fits, and a refit on demand. */
+  calibrationMaps: CalibrationMaps;
+  /** Review items and reviewers' truths (docs/review.md). */
+  reviews: Reviews;
   /** The decision cache, when a route has one (docs/routes.md#decision-cache). */
   cache?: DecisionCache;
   tokens: TokenService;
@@ -204,6 +212,29 @@ export async function adminDoor(app: FastifyInstance, opts: AdminDoorOptions) {
     const query = parseAdminInput(CalibrationQuery, request.query);
     if (!query.ok) return sendFailure(res, query.error);
     return reply(await opts.outcomes.calibration(query.value), res);
+  });
+
+  // docs/calibration-maps.md: every fit kept, and a refit now (off the serving thread; only this request waits).
+  app.get('/admin/calibration/maps', { config: { operation: 'calibrationMaps' } }, async (_request, res) =>
+    sendSuccess(res, { maps: await opts.calibrationMaps.list() }),
+  );
+  app.post('/admin/calibration/refit', { config: { operation: 'refitCalibration' } }, async (_request, res) =>
+    sendSuccess(res, { maps: await opts.calibrationMaps.refit() }),
+  );
+
+  // docs/review.md: the items routes marked, oldest first; a reviewer's truths become outcomes.
+  app.get('/admin/reviews', { config: { operation: 'listReviews' } }, async (request, res) => {
+    const query = parseAdminInput(ReviewQuery, request.query);
+    if (!query.ok) return sendFailure(res, query.error);
+    return reply(await opts.reviews.list(query.value), res);
+  });
+  app.get('/admin/reviews/:id', { config: { operation: 'getReview' } }, async (request, res) =>
+    reply(await opts.reviews.get((request.params as { id: string }).id), res),
+  );
+  app.post('/admin/reviews/:id', { config: { operation: 'submitReview' } }, async (request, res) => {
+    const body = parseAdminInput(SubmitReviewBody, request.body);
+    if (!body.ok) return sendFailure(res, body.error);
+    return reply(await opts.reviews.submit((request.params as { id: string }).id, body.value), res);
   });
 
   app.get('/admin/upstreams', { config: { operation: 'upstreamHealth' } }, async (_request, res) =>

@@ -22,7 +22,8 @@ const ALLOW_HEADERS = [
   'openai-organization, openai-project',
   'x-goog-api-key, x-goog-api-client',
 ].join(', ');
-const EXPOSE_HEADERS = 'x-request-id, x-credits-used, x-dg-route, x-dg-upstream, x-dg-cache, retry-after';
+const EXPOSE_HEADERS =
+  'x-request-id, x-credits-used, x-dg-route, x-dg-upstream, x-dg-cache, x-dg-calibration, x-dg-review, retry-after';
 
 export function originOf(request: FastifyRequest): string | undefined {
   const origin = request.headers.origin;

@@ -11,5 +11,7 @@ export function metaHeaders(meta: ResponseMeta): Record<string, string> {
   if (meta.upstream !== undefined) headers['x-dg-upstream'] = meta.upstream;
   if (meta.cache !== undefined) headers['x-dg-cache'] = meta.cache;
   if (meta.age !== undefined) headers.age = String(meta.age);
+  if (meta.calibration !== undefined) headers['x-dg-calibration'] = meta.calibration.join(',');
+  if (meta.review !== undefined) headers['x-dg-review'] = meta.review.join(',');
   return headers;
 }

@@ -5,6 +5,7 @@ import type { Authenticate } from '../auth/authenticate.ts';
 import type { TokenService } from '../auth/tokens.ts';
 import type { BudgetService } from '../budgets/budget-service.ts';
 import type { DecisionCache } from '../cache/decision-cache.ts';
+import type { CalibrationMaps } from '../calibration-maps/maps-service.ts';
 import type { Evaluator } from '../core/evaluation/index.ts';
 import { adminDoor } from '../doors/admin.ts';
 import { createCallerActions } from '../doors/caller-actions.ts';
@@ -22,6 +23,7 @@ import type { KeyService } from '../keys/key-service.ts';
 import type { GatewayMetrics } from '../metrics.ts';
 import type { Outcomes } from '../outcomes/outcome-service.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
+import type { Reviews } from '../reviews/review-service.ts';
 import type { Store } from '../store/store.ts';
 import { traceRequests } from '../telemetry/request-spans.ts';
 import { traceIdsOf, tracingOn } from '../telemetry/spans.ts';
@@ -62,6 +64,10 @@ export interface GatewayServices {
   reports: UsageReports;
   /** Outcomes callers report, and the calibration measured from them (docs/outcomes.md). */
   outcomes: Outcomes;
+  /** The calibration maps fitted from those outcomes (docs/calibration-maps.md). */
+  calibrationMaps: CalibrationMaps;
+  /** Review items, and reviewers' truths (docs/review.md). */
+  reviews: Reviews;
   /** RATE_LIMIT_PER_MINUTE, and the clock of keys and rate limits: for what callers do besides evaluating. */
   defaultRateLimitPerMinute: number;
   clock: () => number;
@@ -100,6 +106,8 @@ export function buildServer(services: GatewayServices): Gateway {
     ...connections.serverOptions(),
   });
   connections.attach(app);
+  // The refit thread and the maps' timers end with the server.
+  app.addHook('onClose', () => services.calibrationMaps.close());
   const paths = createPathTable(app);
   // First, so that a request answered by the hooks below (a drain's 503) has its span too.
   if (tracingOn()) traceRequests(app, doorOf);
@@ -235,6 +243,8 @@ export function buildServer(services: GatewayServices): Gateway {
       budgets: services.budgets,
       reports: services.reports,
       outcomes: services.outcomes,
+      calibrationMaps: services.calibrationMaps,
+      reviews: services.reviews,
       tokens,
       ...(services.cache && { cache: services.cache }),
       upstreams: services.upstreamHealth,

@@ -56,6 +56,8 @@ describe('calibration of one upstream on one question type (values computed by h
       ece: 0.566667,
       mae: null,
       meanIoU: null,
+      reviewed: 0,
+      overridden: null,
       bins: [
         emptyBin(0),
         emptyBin(1),

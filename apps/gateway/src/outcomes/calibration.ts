@@ -20,6 +20,10 @@ export interface JudgedAnswer {
   type: QuestionType;
   answer: KeptAnswer;
   truth: Judged;
+  /** When the decision was made (the fits split by it). */
+  at?: number;
+  /** A reviewer gave the truth (docs/review.md). */
+  reviewed?: boolean;
 }
 
 const round6 = (n: number) => Math.round(n * 1e6) / 1e6;
@@ -47,9 +51,16 @@ export function calibrationGroup(
   let logLoss: number | null = null;
   let absError: number | null = null;
   let iou: number | null = null;
+  let reviewed = 0;
+  let overridden = 0;
   for (const judged of answers) {
     const s = scored(judged);
     if (s.correct) correct++;
+    // A reviewer's truth overrides an answer it contradicts: what "correct" says for each type.
+    if (judged.reviewed) {
+      reviewed++;
+      if (!s.correct) overridden++;
+    }
     if (s.brier !== null) brier = (brier ?? 0) + s.brier;
     if (s.logLoss !== null) logLoss = (logLoss ?? 0) + s.logLoss;
     if (s.absError !== undefined) absError = (absError ?? 0) + s.absError;
@@ -83,6 +94,8 @@ export function calibrationGroup(
     ece: round6(ece),
     mae: absError === null ? null : round6(absError / n),
     meanIoU: iou === null ? null : round6(iou / n),
+    reviewed,
+    overridden: reviewed === 0 ? null : round6(overridden / reviewed),
     bins: reliability,
   };
 }

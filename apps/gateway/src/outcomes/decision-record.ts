@@ -13,6 +13,7 @@ import {
   type KeptAnswer,
   type KeptQuestion,
 } from '@decision-gateway/questions';
+import { rawOf } from '../calibration-maps/calibrate.ts';
 import { keptImages } from '../images/decision-images.ts';
 import type { Attribution } from '../routing/route.ts';
 import type { KeptDecision } from '../store/store.ts';
@@ -30,7 +31,15 @@ export type KeptQuestions = Record<string, KeptQuestion>;
 function kept(question: Question, answer: Answer, upstream: string): KeptAnswer {
   if (answer.type !== question.type)
     throw new Error(`an answer of type ${answer.type} to a ${question.type} question`);
-  return { upstream, ...behaviourOf(question).keep(question, answer) };
+  const behaviour = behaviourOf(question);
+  // A calibrated answer keeps the raw one too: measurement and the fits read the raw.
+  const from = rawOf(answer);
+  if (from === undefined) return { upstream, ...behaviour.keep(question, answer) };
+  return {
+    upstream,
+    ...behaviour.keep(question, from.raw),
+    calibrated: { ...behaviour.keep(question, answer), map: from.map },
+  };
 }
 
 /** The questions answered (refused ones are not: they have no answer to judge). */

@@ -11,8 +11,9 @@ import {
   type Truth,
 } from '@decision-gateway/contract';
 import type { Store } from '../store/store.ts';
-import { calibrationGroups, escalationAdvice, type JudgedAnswer } from './calibration.ts';
-import { type Judged, judgeTruth, type KeptQuestions, readKept } from './decision-record.ts';
+import { calibrationGroups, escalationAdvice } from './calibration.ts';
+import { judgeTruth, type KeptQuestions, readKept } from './decision-record.ts';
+import { judgedAnswers } from './judged-answers.ts';
 
 type Result<T> = { ok: true; value: T } | { ok: false; error: GatewayFailure };
 
@@ -119,27 +120,10 @@ export function createOutcomes(deps: OutcomeDeps) {
         ...(query.keyId !== undefined && { keyId: query.keyId }),
         ...(query.route !== undefined && { route: query.route }),
       });
-      const answers: JudgedAnswer[] = [];
-      for (const decision of decisions) {
-        const questions = readKept(decision.questions).questions;
-        for (const [questionId, truthText] of Object.entries(decision.outcomes)) {
-          const question = questions[questionId];
-          if (question === undefined) continue;
-          if (query.type !== undefined && question.type !== query.type) continue;
-          const verdict = judgeTruth(question, JSON.parse(truthText) as Truth);
-          if (!verdict.ok) continue;
-          const truth: Judged = verdict.judged;
-          // An escalated question counts its first answer for the first upstream, its final one for escalate.to.
-          for (const answer of question.first ? [question.first, question] : [question])
-            answers.push({
-              route: decision.route,
-              upstream: answer.upstream,
-              type: question.type,
-              answer,
-              truth,
-            });
-        }
-      }
+      const answers = judgedAnswers(decisions, {
+        ...(query.type !== undefined && { type: query.type }),
+        calibrated: query.calibrated,
+      });
       const selected =
         query.upstream === undefined ? answers : answers.filter((a) => a.upstream === query.upstream);
       const advice = [];

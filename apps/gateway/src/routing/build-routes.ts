@@ -57,6 +57,8 @@ export function buildRoutes(
         ...(escalate !== undefined && { escalate }),
         deadlineMs: route.deadlineMs,
         cacheTtlSeconds: route.cacheTtlSeconds,
+        ...(route.calibrate && { calibrate: true }),
+        ...(route.review !== undefined && { review: route.review }),
       };
       return [name, createRoute(spec, { logger: deps.logger, events })];
     }),

@@ -12,10 +12,12 @@ import {
   checkUsage,
   isUnsure,
   MAX_TOKEN_COUNT,
+  type UnsureRule,
   type Upstream,
   type UpstreamCall,
 } from '@decision-gateway/questions';
 import type { Logger } from 'pino';
+import { calibrated, type MapLookup, mapsApplied } from '../calibration-maps/calibrate.ts';
 import { asksNothing, type ImageNeeds, needsOf, noCapableUpstream, takes } from '../images/capabilities.ts';
 import { ATTR } from '../telemetry/attributes.ts';
 import { asAttempt, inSpan, markFailed, type TraceParent } from '../telemetry/spans.ts';
@@ -47,6 +49,10 @@ export interface RouteSpec {
   deadlineMs: number;
   /** How long a decision on this route is kept (docs/routes.md#decision-cache); 0 = no cache. */
   cacheTtlSeconds: number;
+  /** Each answer through the active calibration map of its upstream and type (docs/calibration-maps.md). */
+  calibrate?: boolean;
+  /** Which final answers are marked for review by a person (docs/review.md). */
+  review?: UnsureRule;
 }
 
 /** What a route tells the core and metrics about each upstream it called. */
@@ -70,6 +76,10 @@ export type RouteAnswer = UpstreamAnswers & {
    * final one replaced (docs/outcomes.md). Absent: `upstream` answered all.
    */
   attribution?: Attribution;
+  /** On a route that calibrates: the maps applied to the final answers (`x-dg-calibration`). */
+  calibration?: string[];
+  /** On a route that reviews: the questions whose final answers are unsure (`x-dg-review`). */
+  review?: string[];
 };
 
 /** What the route is asked: the upstreams' call, and what the caller's door can show. */
@@ -86,6 +96,8 @@ export interface RouteCall extends UpstreamCall {
    * block rather than failing the request.
    */
   showsBlocks?: boolean;
+  /** The active calibration maps, for a route that calibrates (docs/calibration-maps.md). */
+  calibration?: MapLookup;
 }
 
 export interface Route {
@@ -199,7 +211,7 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
    */
   async function attempt(
     member: RouteMember,
-    call: UpstreamCall,
+    call: RouteCall,
     request: EvaluationRequest,
     tries: { count: number },
     escalation = false,
@@ -225,7 +237,12 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
       return invalidAnswer(reason);
     }
     deps.events?.called?.(name, 'ok', seconds);
-    return { ...outcome, answers: answers.value.answers, refused: answers.value.refused, usage: usage.value };
+    // Calibrated before anything reads them: escalation and review see the corrected answers.
+    const checked =
+      spec.calibrate && call.calibration
+        ? calibrated(request.questions, answers.value.answers, name, call.calibration)
+        : answers.value.answers;
+    return { ...outcome, answers: checked, refused: answers.value.refused, usage: usage.value };
   }
 
   /** The order of this request's tries: the first drawn by weight, the rest as configured. */
@@ -297,7 +314,7 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
         : undefined;
     // The common case: one upstream answered everything, and nothing goes on to another.
     if (first.refused.length === 0 && (rule === undefined || rule.to.upstream.name === firstName))
-      return { ok: true, ...first, upstream: firstName };
+      return finished({ ok: true, ...first, upstream: firstName });
     const result: Combined = {
       answers: first.answers,
       refused: first.refused,
@@ -339,12 +356,28 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
     }
     // A block another upstream answered past is no longer the caller's concern.
     const { answeredBy, attribution, blocked: _answered, ...rest } = result;
-    return {
+    return finished({
       ok: true,
       ...rest,
       upstream: answeredBy.join('+'),
       ...(answeredBy.length > 1 && { attribution }),
-    };
+    });
+  }
+
+  /** The final answers' calibration maps and the questions marked for review, where the route asks for them. */
+  function finished(answer: RouteAnswer): RouteAnswer {
+    if (spec.calibrate) {
+      const maps = mapsApplied(answer.answers);
+      if (maps.length > 0) answer.calibration = maps;
+    }
+    if (spec.review) {
+      const rule = spec.review;
+      const marked = Object.keys(answer.answers).filter(
+        (id) => !answer.refused.includes(id) && isUnsure(answer.answers[id] as Answer, rule),
+      );
+      if (marked.length > 0) answer.review = marked;
+    }
+    return answer;
   }
 
   /**

@@ -46,6 +46,14 @@ export function decisionRetention(store: Store, decisionDays: number): Retention
   };
 }
 
+/** Review items (docs/review.md): kept REVIEW_RETENTION_DAYS, or until a day after their review. */
+export function reviewRetention(store: Store, reviewDays: number): RetentionTask {
+  return {
+    name: 'review items',
+    deleteBatch: (now, limit) => store.deleteReviewItems(now - reviewDays * DAY_MS, now - DAY_MS, limit),
+  };
+}
+
 export interface MaintenanceOptions {
   store: Store;
   tasks: readonly RetentionTask[];

@@ -62,6 +62,8 @@ export interface KeptDistribution {
 /** One answer kept: its distribution and the upstream that gave it, by configured name. */
 export interface KeptAnswer extends KeptDistribution {
   upstream: string;
+  /** On a route that calibrates: the answer as the map (its id) made it; the raw one stays above. */
+  calibrated?: KeptDistribution & { map: string };
 }
 
 export interface KeptQuestion extends KeptAnswer {

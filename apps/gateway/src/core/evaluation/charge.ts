@@ -72,6 +72,7 @@ async function ask(ctx: Routed, route: Route, deps: StageDeps): Promise<RouteOut
   if (ctx.call.trace) call.trace = ctx.call.trace;
   if (ctx.call.dialect?.showsRefusals) call.showsRefusals = true;
   if (ctx.call.dialect?.showsBlocks) call.showsBlocks = true;
+  if (route.spec.calibrate && deps.calibration) call.calibration = deps.calibration;
   const outcome = await route.answer(call);
   ctx.log.upstreamMs = performance.now() - started;
   return outcome;
@@ -113,10 +114,23 @@ async function settle(
     outcome.upstream,
     kept,
   );
+  // A decision a route marked for review, once it is kept: its item (docs/review.md).
+  if (outcome.review && kept && deps.reviews)
+    await deps.reviews.keep({
+      requestId: ctx.call.requestId,
+      keyId: ctx.payer.id,
+      route: ctx.route.spec.name,
+      request: ctx.request,
+      images: ctx.images,
+      answers: outcome.answers,
+      review: outcome.review,
+    });
   const creditsUsed = fromMicro(debited);
   log.creditsUsed = creditsUsed;
   ctx.meta.upstream = outcome.upstream;
   ctx.meta.creditsUsed = creditsUsed;
+  if (outcome.calibration) ctx.meta.calibration = outcome.calibration;
+  if (outcome.review) ctx.meta.review = outcome.review;
   const answered = ctx as Answered;
   answered.answered = kept ? { decision: outcome, creditsUsed, kept } : { decision: outcome, creditsUsed };
   return answered;

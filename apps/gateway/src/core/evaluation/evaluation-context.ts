@@ -21,7 +21,10 @@ export interface RequestCache {
 
 /** The route's decision as it answered it (or the cache's), and what it cost the payer. */
 export interface AnsweredDecision {
-  decision: Pick<RouteAnswer, 'answers' | 'refused' | 'usage' | 'usageDetails' | 'upstream' | 'blocked'>;
+  decision: Pick<
+    RouteAnswer,
+    'answers' | 'refused' | 'usage' | 'usageDetails' | 'upstream' | 'blocked' | 'review'
+  >;
   creditsUsed: number;
   /** The decision as kept for its outcomes (docs/outcomes.md), where decisions are kept. */
   kept?: KeptDecision;

@@ -136,13 +136,17 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
 
   function answered(ctx: Answered): EvaluationOutcome {
     const { decision, creditsUsed } = ctx.answered;
-    const { answers, refused, usage, usageDetails, blocked } = decision;
+    const { answers, refused, usage, usageDetails, blocked, review } = decision;
     const elapsedMs = Math.round(performance.now() - ctx.call.startedAt);
     const outcome: EvaluationOutcome = {
       ok: true,
       log: ctx.log,
       meta: ctx.meta,
-      data: { result: { model: MODEL_ID, answers, usage, elapsedMs }, creditsUsed },
+      data: {
+        result: { model: MODEL_ID, answers, usage, elapsedMs },
+        creditsUsed,
+        ...(review && { review }),
+      },
       refused,
     };
     if (usageDetails) outcome.usageDetails = usageDetails;

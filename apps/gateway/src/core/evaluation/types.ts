@@ -12,9 +12,11 @@ import type {
 import type { Logger } from 'pino';
 import type { Authenticate } from '../../auth/authenticate.ts';
 import type { CacheScope, DecisionCache } from '../../cache/decision-cache.ts';
+import type { MapLookup } from '../../calibration-maps/calibrate.ts';
 import type { ImageSource } from '../../images/decision-images.ts';
 import type { ImageBudget } from '../../images/image-budget.ts';
 import type { RateLimiter } from '../../rate-limit/rate-limiter.ts';
+import type { Reviews } from '../../reviews/review-service.ts';
 import type { Route } from '../../routing/route.ts';
 import type { Store } from '../../store/store.ts';
 import type { TraceParent } from '../../telemetry/spans.ts';
@@ -48,6 +50,10 @@ export interface EvaluationDeps {
   defaultRateLimitPerMinute: number;
   logger: Logger;
   clock?: () => number;
+  /** The active calibration maps, for routes with `calibrate` (docs/calibration-maps.md). */
+  calibration?: MapLookup;
+  /** Where a route's marked decisions become review items (docs/review.md). */
+  reviews?: Pick<Reviews, 'keep'>;
 }
 
 /**
@@ -174,6 +180,10 @@ export interface ResponseMeta {
   cache?: 'hit' | 'miss' | 'bypass';
   /** A hit: whole seconds since the decision was stored. */
   age?: number;
+  /** The calibration maps applied (docs/calibration-maps.md). */
+  calibration?: string[];
+  /** The questions marked for review (docs/review.md). */
+  review?: string[];
 }
 
 /** A hit, an identical request's answer waited for, a miss, or a lookup skipped by Cache-Control. */

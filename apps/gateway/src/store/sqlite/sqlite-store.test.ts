@@ -39,7 +39,7 @@ describe('SQLite store', () => {
     db.exec(`INSERT INTO api_keys (id, name, prefix, hash, credits_micro, created_at) VALUES ('k', 'n', 'p', 'h', 100, 0), ('k2', 'n', 'p2', 'h2', 100, 0);
              INSERT INTO reservations (key_id, request_id, amount_micro, created_at) VALUES
                ('k', 'req_a', 10, 1), ('k', 'req_b', 20, 1), ('k', 'req_b', 20, 2)`);
-    expect(migrate(db)).toEqual([5, 6, 7, 8]);
+    expect(migrate(db)).toEqual([5, 6, 7, 8, 9]);
     // A request holds one reservation: a duplicate (only a bug could leave one) keeps the oldest.
     expect(db.prepare('SELECT id, request_id FROM reservations ORDER BY id').all()).toEqual([
       { id: 1, request_id: 'req_a' },
