@@ -8,6 +8,7 @@ import { Overview } from './Overview.tsx';
 import { Playground } from './Playground.tsx';
 import { Projects } from './Projects.tsx';
 import { Quality } from './Quality.tsx';
+import { Review, useOpenReviews } from './Review.tsx';
 import { Upstreams } from './Upstreams.tsx';
 
 /** The pages a link away from every page; anything not listed (and `#/`) is the Overview. */
@@ -18,6 +19,7 @@ const PAGES = [
   { hash: '#/upstreams', name: 'Upstreams' },
   { hash: '#/playground', name: 'Playground' },
   { hash: '#/quality', name: 'Quality' },
+  { hash: '#/review', name: 'Review' },
 ] as const;
 
 /** `#/keys/<id>` is a key's page, the others' hashes their pages; anything else the Overview. */
@@ -35,6 +37,11 @@ export function App() {
   const [signedIn, setSignedIn] = useState(adminToken.get() !== null);
   const route = useRoute();
   if (!signedIn) return <SignIn onSignedIn={() => setSignedIn(true)} />;
+  return <SignedIn route={route} onSignOut={() => setSignedIn(false)} />;
+}
+
+function SignedIn({ route, onSignOut }: { route: string; onSignOut: () => void }) {
+  const openReviews = useOpenReviews(route);
   const keyId = /^#\/keys\/(.+)$/.exec(route)?.[1];
   const page = keyId ? 'Keys' : (PAGES.find((p) => p.hash === route)?.name ?? 'Overview');
   return (
@@ -45,7 +52,7 @@ export function App() {
           type="button"
           onClick={() => {
             adminToken.clear();
-            setSignedIn(false);
+            onSignOut();
           }}
         >
           Sign out
@@ -55,6 +62,9 @@ export function App() {
         {PAGES.map((p) => (
           <a key={p.hash} href={p.hash} aria-current={p.name === page ? 'page' : undefined}>
             {p.name}
+            {p.name === 'Review' && openReviews !== undefined && (
+              <span className="count"> ({openReviews})</span>
+            )}
           </a>
         ))}
       </nav>
@@ -70,6 +80,8 @@ export function App() {
         <PlaygroundPage />
       ) : page === 'Quality' ? (
         <Quality />
+      ) : page === 'Review' ? (
+        <Review />
       ) : (
         <Overview />
       )}

@@ -1,4 +1,4 @@
-import type { Calibration, CalibrationGroup } from '@decision-gateway/contract';
+import type { Calibration, CalibrationGroup, CalibrationMap } from '@decision-gateway/contract';
 import { useEffect, useState } from 'react';
 import {
   CartesianGrid,
@@ -24,6 +24,8 @@ import { Field } from './Field.tsx';
 export function Quality() {
   const [target, setTarget] = useState('0.9');
   const [report, setReport] = useState<Calibration>();
+  const [calibrated, setCalibrated] = useState<Calibration>();
+  const [maps, setMaps] = useState<CalibrationMap[]>([]);
   const [selected, setSelected] = useState<string>();
   const [error, setError] = useState<string>();
 
@@ -34,6 +36,15 @@ export function Quality() {
       return;
     }
     let current = true;
+    // The active maps (docs/calibration-maps.md) and the answers as calibrated routes gave them.
+    admin.calibrationMaps().then(
+      (data) => current && setMaps(data.maps.filter((m) => m.active)),
+      () => {},
+    );
+    admin.calibration(wanted, true).then(
+      (data) => current && setCalibrated(data),
+      () => {},
+    );
     admin.calibration(wanted).then(
       (data) => {
         if (!current) return;
@@ -48,6 +59,8 @@ export function Quality() {
   }, [target]);
 
   const rowKey = (g: CalibrationGroup) => `${g.upstream} on ${g.type}`;
+  const mapFor = (g: CalibrationGroup) => maps.find((m) => m.upstream === g.upstream && m.type === g.type);
+  const calibratedGroup = (g: CalibrationGroup) => calibrated?.groups.find((c) => rowKey(c) === rowKey(g));
   const chosen = report?.groups.find((g) => rowKey(g) === selected) ?? report?.groups[0];
   return (
     <section aria-labelledby="quality-heading">
@@ -94,8 +107,46 @@ export function Quality() {
               </tbody>
             </table>
           </div>
-          {chosen && <Reliability group={chosen} />}
+          {chosen && <Reliability group={chosen} label="raw" />}
+          {chosen && mapFor(chosen) && calibratedGroup(chosen) && (
+            <Reliability group={calibratedGroup(chosen) as CalibrationGroup} label="calibrated" />
+          )}
         </>
+      )}
+      <h3>Calibration maps</h3>
+      {maps.length === 0 ? (
+        <p>No active map: a refit makes one where it lowers the held-out log loss.</p>
+      ) : (
+        <div className="table">
+          <table aria-label="Active maps" className="fits">
+            <thead>
+              <tr>
+                <th scope="col">Upstream, type</th>
+                <th scope="col">Map</th>
+                <th scope="col">Outcomes</th>
+                <th scope="col">Held-out ECE before</th>
+                <th scope="col">after</th>
+              </tr>
+            </thead>
+            <tbody>
+              {maps.map((m) => (
+                <tr key={m.id}>
+                  <td>
+                    {m.upstream} {m.type}
+                  </td>
+                  <td>
+                    {'temperature' in m.params
+                      ? `T = ${short(m.params.temperature)}`
+                      : `a = ${short(m.params.a)}, b = ${short(m.params.b)}`}
+                  </td>
+                  <td>{m.outcomes}</td>
+                  <td>{short(m.heldOut.before.ece)}</td>
+                  <td>{short(m.heldOut.after.ece)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       <h3>Escalation advice</h3>
       <Field label="Target accuracy">
@@ -140,7 +191,7 @@ export function Quality() {
 const short = (n: number) => n.toFixed(3);
 
 /** Predicted against observed per bin, beside the diagonal a calibrated upstream would follow. */
-function Reliability({ group }: { group: CalibrationGroup }) {
+function Reliability({ group, label }: { group: CalibrationGroup; label: 'raw' | 'calibrated' }) {
   const points = group.bins
     .filter((b) => b.count > 0)
     .map((b) => ({ predicted: b.meanPredicted, observed: b.observed, count: b.count }));
@@ -156,7 +207,7 @@ function Reliability({ group }: { group: CalibrationGroup }) {
     worst ? `; the farthest from the diagonal predicts ${worst.predicted} and observed ${worst.observed}` : ''
   }.`;
   return (
-    <Chart name={`Reliability of ${group.upstream} on ${group.type}`} summary={summary}>
+    <Chart name={`Reliability of ${group.upstream} on ${group.type}, ${label}`} summary={summary}>
       <ResponsiveContainer width="100%" height={260}>
         <ComposedChart data={points}>
           <CartesianGrid strokeDasharray="3 3" />
@@ -170,7 +221,7 @@ function Reliability({ group }: { group: CalibrationGroup }) {
               { predicted: 1, observed: 1 },
             ]}
             dataKey="observed"
-            name="calibrated"
+            name="perfectly calibrated"
             stroke="#999"
             strokeDasharray="4 4"
             dot={false}

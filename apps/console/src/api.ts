@@ -1,12 +1,16 @@
 import type {
   BudgetSpec,
   Calibration,
+  CalibrationMapList,
   CreatedKey,
   CreatedToken,
   KeyList,
   KeyObject,
   ProjectList,
   ProjectObject,
+  ReviewItem,
+  ReviewList,
+  Truth,
   UpstreamHealth,
   UsageReport,
   UsageSeries,
@@ -64,7 +68,15 @@ export const admin = {
   allSeries: (from: string, step: 'minute' | 'hour' | 'day') =>
     call<UsageSeries>('GET', `/admin/usage/series?from=${from}&step=${step}`),
   summary: (from: string) => call<UsageSummary>('GET', `/admin/usage/summary?from=${from}`),
-  calibration: (target: number) => call<Calibration>('GET', `/admin/calibration?target=${target}`),
+  calibration: (target: number, calibrated = false) =>
+    call<Calibration>('GET', `/admin/calibration?target=${target}${calibrated ? '&calibrated=true' : ''}`),
+  /** Calibration maps (docs/calibration-maps.md), newest first. */
+  calibrationMaps: () => call<CalibrationMapList>('GET', '/admin/calibration/maps'),
+  /** Review items (docs/review.md), oldest first. */
+  reviews: (status: 'open' | 'done', limit = 100) =>
+    call<ReviewList>('GET', `/admin/reviews?status=${status}&limit=${limit}`),
+  submitReview: (id: string, outcomes: Record<string, Truth>, reviewer: string) =>
+    call<ReviewItem>('POST', `/admin/reviews/${encodeURIComponent(id)}`, { outcomes, reviewer }),
   upstreams: () => call<UpstreamHealth>('GET', '/admin/upstreams'),
   /** Projects and budgets (docs/budgets.md). */
   listProjects: () => call<ProjectList>('GET', '/admin/projects'),

@@ -69,6 +69,12 @@ describe('the console, in a real Chromium, by its accessible names', () => {
           name: 'escalating',
           escalate: { to: { ...createLexicalUpstream(), name: 'strong' }, noulWithin: [0.2, 0.8] },
         }),
+        // A route that marks nouls between 0.3 and 0.7 for a person, for the Review page.
+        ...singleRoute(createLexicalUpstream(), {
+          logger,
+          name: 'reviewing',
+          review: { noulWithin: [0.3, 0.7] },
+        }),
       ]),
       logger,
       pricing: pricingFromCredits(1, 0),
@@ -314,7 +320,7 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     const row = table.getByRole('row', { name: /lexical/ });
     await expect.poll(() => row.textContent()).toMatch(/^lexical noul24/);
     // The first row is selected at first; another is selected by its button.
-    await page.getByRole('img', { name: 'Reliability of lexical on noul' }).waitFor();
+    await page.getByRole('img', { name: 'Reliability of lexical on noul, raw' }).waitFor();
     await page.getByLabel('Target accuracy').fill('0.7');
     const advice = page.getByRole('list', { name: 'Advice' });
     await expect
@@ -324,6 +330,85 @@ describe('the console, in a real Chromium, by its accessible names', () => {
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('Target accuracy');
     await page.getByLabel('Target accuracy').fill('0.9');
     await page.screenshot({ path: join(SHOTS, 'console-quality.png'), fullPage: true });
+  });
+
+  it('shows the active calibration maps with their held-out ECE before and after', async () => {
+    await store.saveCalibrationMaps([
+      {
+        id: 'cal_console',
+        upstream: 'lexical',
+        type: 'noul',
+        fittedAt: Date.now(),
+        outcomes: 240,
+        params: JSON.stringify({ a: 0.41, b: -0.29 }),
+        heldOut: JSON.stringify({
+          n: 48,
+          before: { logLoss: 0.72, brier: 0.26, ece: 0.164 },
+          after: { logLoss: 0.64, brier: 0.22, ece: 0.022 },
+        }),
+        active: true,
+      },
+    ]);
+    await page.goto(`${url}/console#/`);
+    await nav('Quality').click();
+    const maps = page.getByRole('table', { name: 'Active maps' });
+    const row = maps.getByRole('row', { name: /lexical noul/ });
+    await expect.poll(() => row.textContent()).toContain('a = 0.410, b = -0.290');
+    expect(await row.textContent()).toMatch(/2400\.1640\.022$/);
+    // Both reliability diagrams of an upstream with an active map: the raw answers and the calibrated.
+    await page.getByRole('img', { name: 'Reliability of lexical on noul, raw' }).waitFor();
+    await page.getByRole('img', { name: 'Reliability of lexical on noul, calibrated' }).waitFor();
+    await page.screenshot({ path: join(SHOTS, 'console-quality-maps.png'), fullPage: true });
+  });
+
+  it('reviews the oldest open item by keyboard alone: the truth by a radio, the reviewer, Submit', async () => {
+    const created = await (
+      await fetch(`${url}/admin/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'review', credits: null }),
+      })
+    ).json();
+    for (let i = 0; i < 2; i++) {
+      const asked = await fetch(`${url}/v1/systemone`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${created.data.key}`,
+          'content-type': 'application/json',
+          'x-dg-route': 'reviewing',
+        },
+        body: JSON.stringify({ ...REQUEST, state: `${REQUEST.state} (review ${i})` }),
+      });
+      expect(asked.headers.get('x-dg-review')).toBe('refund');
+    }
+    await page.goto(`${url}/console#/review`);
+    await page.getByRole('heading', { name: 'Review' }).waitFor();
+    // The open count beside the page's link.
+    await expect.poll(() => nav('Review (2)').count()).toBe(1);
+    await expect.poll(() => page.locator('pre.state').textContent()).toContain('(review 0)');
+    await expect.poll(() => page.getByText(/Answered \d+% yes/).count()).toBe(1);
+    const truth = page.getByRole('radiogroup', { name: 'Truth of refund' });
+    // Preset to what the upstream answered (p ≥ 0.5: yes); the reviewer says no, by keyboard.
+    await truth.getByRole('radio', { name: 'yes' }).focus();
+    await page.keyboard.press('ArrowDown');
+    expect(await truth.getByRole('radio', { name: 'no' }).isChecked()).toBe(true);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('ana');
+    expect(await page.getByLabel('Reviewer').inputValue()).toBe('ana');
+    await page.keyboard.press('Tab');
+    await page.screenshot({ path: join(SHOTS, 'console-review.png'), fullPage: true });
+    await page.keyboard.press('Enter');
+    // The next oldest item, and the count follows.
+    await expect.poll(() => page.locator('pre.state').textContent()).toContain('(review 1)');
+    await expect.poll(() => nav('Review (1)').count()).toBe(1);
+    const items = await (
+      await fetch(`${url}/admin/reviews?status=done`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    ).json();
+    expect(items.data.reviews[0]).toMatchObject({
+      reviewer: 'ana',
+      outcomes: { refund: false },
+      status: 'done',
+    });
   });
 
   it('creates a project and sets its budget; shows budgets as bars on a key’s page, the Projects page and, past 80%, the Overview', async () => {

@@ -18,6 +18,8 @@ export interface SingleRouteOptions {
   fallbacks?: Upstream[];
   /** Unsure answers asked again of this upstream (docs/routes.md). */
   escalate?: { to: Upstream; confidenceBelow?: number; noulWithin?: readonly [number, number] };
+  /** Which final answers are marked for a person (docs/review.md). */
+  review?: { confidenceBelow?: number; noulWithin?: readonly [number, number] };
 }
 
 /**
@@ -35,6 +37,7 @@ export function singleRoute(upstream: Upstream, options: SingleRouteOptions): Re
     ...(options.escalate && {
       escalate: { ...options.escalate, to: { upstream: options.escalate.to, timeoutMs } },
     }),
+    ...(options.review && { review: options.review }),
   };
   const events = routeEvents(options.metrics, options.stats);
   return new Map([[name, createRoute(spec, { logger: options.logger, events })]]);

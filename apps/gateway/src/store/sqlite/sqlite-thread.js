@@ -6,7 +6,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 
-const db = new Database(workerData.path);
+// The store's own connection made the file; this one never creates one (a deleted file stays deleted).
+const db = new Database(workerData.path, { fileMustExist: true });
 db.pragma(`busy_timeout = ${Math.trunc(workerData.busyTimeoutMs)}`);
 /** Prepared once per SQL text: the store sends a handful of statements, over and over. */
 const statements = new Map();
