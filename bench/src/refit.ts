@@ -88,7 +88,7 @@ async function main() {
     RATE_LIMIT_PER_MINUTE: '0',
     ADMIN_TOKEN,
     CALIBRATION_REFIT_MINUTES: '0',
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: 'info',
   });
   const url = new URL(gateway.url);
   const caller = new Pool(url.origin, { connections: 1 });

@@ -8,8 +8,12 @@ import type { Fit } from './refit.ts';
 import type { RefitMessage, RefitReply } from './refit-work.ts';
 
 const DAY_MS = 86_400_000;
-/** Decisions sent to the refit thread at a time: each page is one short read and one message. */
-const PAGE = 1_000;
+/**
+ * Decisions sent to the refit thread at a time: each page is one short read and one message, and
+ * the requests waiting are served between pages (measured: 1,000 a page moved a caller's p99 by
+ * 27 ms during a refit of 100,000 outcomes; see docs/calibration-maps.md).
+ */
+const PAGE = 200;
 
 export interface CalibrationMapsOptions {
   store: Store;
@@ -93,6 +97,8 @@ export function createCalibrationMaps(options: CalibrationMapsOptions) {
       thread().postMessage({ op: 'page', decisions } satisfies RefitMessage);
       after = (decisions[decisions.length - 1] as (typeof decisions)[number]).id;
       if (decisions.length < PAGE) break;
+      // Requests that arrived meanwhile go first.
+      await new Promise((resolve) => setImmediate(resolve));
     }
     const fits = await fitted(options.minOutcomes);
     const stored: StoredCalibrationMap[] = fits.map((fit) => ({
