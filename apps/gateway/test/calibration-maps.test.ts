@@ -245,3 +245,55 @@ describe('calibration maps, fitted from outcomes and applied on a route that cal
     );
   });
 });
+
+describe('the active maps, shared by every instance', () => {
+  it('a map made active through one instance is applied by another within its reload period', async () => {
+    const standIn = await startStandIn((req, res) => json(res, 200, standInAnswer(req)));
+    const routes = configuredRoutes(
+      `upstreams:\n  miscal: { kind: systemone, baseUrl: "${standIn.url}", maxRetries: 0 }\n` +
+        'routes:\n  default: { upstreams: [miscal], calibrate: true }\n',
+    );
+    const one = await startGateway({ adminToken: ADMIN_TOKEN, routes });
+    const other = await startGateway({ routes, dbPath: one.dbPath, calibration: { reloadMs: 100 } });
+    try {
+      const key = (await one.createKey({ credits: 100 })).key;
+      const ask = () =>
+        post(
+          other.url,
+          '/v1/systemone',
+          {
+            model: 'vendor/model-1.13',
+            state: 'x',
+            questions: { n: { type: 'noul', instructions: 'p=0.9' } },
+          },
+          bearer(key),
+        );
+      expect((await ask()).headers.get('x-dg-calibration')).toBeNull();
+      await one.store.saveCalibrationMaps([
+        {
+          id: 'cal_shared',
+          upstream: 'miscal',
+          type: 'noul',
+          fittedAt: Date.now(),
+          outcomes: 300,
+          params: JSON.stringify({ a: 0.4, b: -0.3 }),
+          heldOut: JSON.stringify({ n: 60, before: {}, after: {} }),
+          active: true,
+        },
+      ]);
+      let sent = await ask();
+      for (let i = 0; i < 100 && sent.headers.get('x-dg-calibration') === null; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        sent = await ask();
+      }
+      expect(sent.headers.get('x-dg-calibration')).toBe('cal_shared');
+      // σ(0.4 · logit(0.9) − 0.3), computed here.
+      const expected = 1 / (1 + Math.exp(-(0.4 * Math.log(0.9 / 0.1) - 0.3)));
+      expect(sent.body.data.result.answers.n.noul).toBeCloseTo(expected, 9);
+    } finally {
+      await other.close();
+      await one.close();
+      await standIn.close();
+    }
+  });
+});
