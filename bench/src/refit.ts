@@ -4,6 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { seeded } from '@decision-gateway/gateway/testing';
 import Database from 'better-sqlite3';
 import { Pool } from 'undici';
 import { createBenchKey } from './bench-support.ts';
@@ -15,18 +16,6 @@ const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const DAY = 86_400_000;
 const CALLER_REQUESTS = 400;
 const now = Date.now();
-
-/** mulberry32: the same history on every run. */
-function seeded(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Decisions of 4 nouls and 4 choices answered by one upstream over the last 20 days, each with its 8

@@ -10,23 +10,13 @@ import {
   type TestGateway,
 } from './harness.ts';
 import { json, type SeenRequest, type StandIn, startStandIn } from './stand-in-upstream.ts';
+import { seeded } from './support/seeded.ts';
 
 // docs/calibration-maps.md, end to end: a System One stand-in whose probabilities are wrong in a
 // known way. Its nouls say p where the truth is drawn with q = σ(0.4·logit(p) − 0.3); its choices
 // report the true distribution sharpened by temperature 0.4 (p ∝ q^2.5). Every expected number
 // here is computed in this file from those two rules.
 
-/** mulberry32: a seeded generator, so every run draws the same data. */
-function seeded(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const logistic = (z: number) => 1 / (1 + Math.exp(-z));
 const logOdds = (p: number) => Math.log(p / (1 - p));
 const LABELS = ['a', 'b', 'c', 'd'];

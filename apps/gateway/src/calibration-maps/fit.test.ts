@@ -1,21 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { seeded } from '../../test/support/seeded.ts';
 import { applyPlatt, applyTemperature, fitPlatt, fitTemperature, logsOf } from './fit.ts';
 
 // Every expected value here is computed in this file, by formulas written out again, never by
 // the module under test: a seeded generator draws truths from known maps, and a brute-force grid
 // search over the log loss finds the minimum the fit must reach.
-
-/** mulberry32: a small seeded generator, so the data (and the test) are the same on every run. */
-function seeded(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const logistic = (z: number) => 1 / (1 + Math.exp(-z));
 const logOdds = (p: number) => Math.log(p / (1 - p));
