@@ -159,7 +159,7 @@ describe('calibration maps, fitted from outcomes and applied on a route that cal
       maps.map((m) => m.id).sort(),
     );
     console.log(
-      `held-out ECE: noul ${noul?.heldOut.before.ece} → ${noul?.heldOut.after.ece}; choice ${choice?.heldOut.before.ece} → ${choice?.heldOut.after.ece}`,
+      `fitted a = ${noul?.params.a}, b = ${noul?.params.b}, T = ${choice?.params.temperature}; held-out ECE: noul ${noul?.heldOut.before.ece} → ${noul?.heldOut.after.ece}; choice ${choice?.heldOut.before.ece} → ${choice?.heldOut.after.ece}`,
     );
   });
 
