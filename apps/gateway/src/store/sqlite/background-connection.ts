@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { StoreUnavailableError } from '../store.ts';
+import type { WriteTurns } from './group-commit.ts';
 
 /** One statement and its positional parameters. */
 export interface Statement {
@@ -27,7 +28,12 @@ type Reply =
 
 export function openBackgroundConnection(
   path: string,
-  options: { timeoutMs: number; classify: (error: unknown) => unknown },
+  options: {
+    timeoutMs: number;
+    classify: (error: unknown) => unknown;
+    /** Takes turns with the hot writes, so that neither waits on SQLite's lock (group-commit.ts). */
+    turns?: WriteTurns;
+  },
 ): BackgroundConnection {
   let worker: Worker | undefined;
   let next = 0;
@@ -80,7 +86,16 @@ export function openBackgroundConnection(
   return {
     all: (statement) => send({ op: 'all', sql: statement.sql, params: statement.params }),
     exec: (sql) => send({ op: 'exec', sql }),
-    transaction: (steps) => send({ op: 'transaction', steps }),
+    async transaction(steps) {
+      const { turns } = options;
+      if (turns === undefined) return send<number[]>({ op: 'transaction', steps });
+      await turns.beforeBackgroundWrite();
+      try {
+        return await send<number[]>({ op: 'transaction', steps });
+      } finally {
+        turns.afterBackgroundWrite();
+      }
+    },
     async close() {
       const thread = worker;
       worker = undefined;

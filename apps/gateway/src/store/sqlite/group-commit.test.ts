@@ -5,7 +5,8 @@ import { createGroupCommit } from './group-commit.ts';
 function setup() {
   const db = new Database(':memory:');
   db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL CHECK (v >= 0))');
-  return { db, write: createGroupCommit(db) };
+  const { write, turns } = createGroupCommit(db);
+  return { db, write, turns };
 }
 
 describe('group commit', () => {
@@ -60,5 +61,30 @@ describe('group commit', () => {
     expect(db.inTransaction).toBe(false);
     await write(() => db.prepare('INSERT INTO t (id, v) VALUES (2, 1)').run());
     expect(db.prepare('SELECT COUNT(*) AS n FROM t').get()).toEqual({ n: 2 });
+  });
+
+  it('takes turns with background writes: queued writes commit first, and writes during one wait for its end', async () => {
+    const { db, write, turns } = setup();
+    const order: string[] = [];
+    const queued = write(() => order.push('queued write'));
+    // A background write asked for now waits for the queued write's commit.
+    const background = turns.beforeBackgroundWrite().then(() => order.push('background starts'));
+    await background;
+    expect(order).toEqual(['queued write', 'background starts']);
+    await queued;
+    // While it holds the lock, a write waits (it does not run, so it cannot meet the lock)…
+    let ran = false;
+    const during = write(() => {
+      ran = true;
+      return db.prepare('INSERT INTO t (id, v) VALUES (1, 1)').run().changes;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(ran).toBe(false);
+    // …and commits as soon as the background write is over.
+    turns.afterBackgroundWrite();
+    await expect(during).resolves.toBe(1);
+    // With nothing queued, a background write starts at once.
+    await turns.beforeBackgroundWrite();
+    turns.afterBackgroundWrite();
   });
 });

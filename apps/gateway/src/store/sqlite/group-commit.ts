@@ -38,15 +38,32 @@ export interface BatchHooks {
 
 const NO_HOOKS: BatchHooks = { opSucceeded() {}, opFailed() {}, beforeCommit() {}, reset() {} };
 
+/**
+ * The hot writes and the background connection's write transactions take turns (docs/usage.md):
+ * while a background batch holds SQLite's write lock, a commit would sleep in the busy handler on
+ * the thread that serves requests; instead the queued writes wait, without blocking anything, and
+ * commit as soon as the batch ends, before the next batch may start.
+ */
+export interface WriteTurns {
+  /** Before a background write transaction: the writes already queued commit first. */
+  beforeBackgroundWrite(): Promise<void>;
+  /** After it: the writes queued meanwhile commit now. */
+  afterBackgroundWrite(): void;
+}
+
 export function createGroupCommit(
   db: Database.Database,
   beforeBatch: () => void = () => {},
   /** What a failure becomes for the caller (e.g. storage trouble → the store's own error). */
   classify: (error: unknown) => unknown = (error) => error,
   hooks: BatchHooks = NO_HOOKS,
-) {
+): { write: <T>(run: () => T) => Promise<T>; turns: WriteTurns } {
   let queue: Pending[] = [];
   let scheduled = false;
+  /** Background write transactions holding (or about to hold) the write lock. */
+  let backgroundWrites = 0;
+  /** Background writes waiting for the queued writes to commit. */
+  let waiting: (() => void)[] = [];
 
   // Made once: better-sqlite3 builds four wrapper functions each time db.transaction() is called.
   const runPlain = db.transaction((batch: Pending[]) => {
@@ -84,6 +101,17 @@ export function createGroupCommit(
     scheduled = false;
     const batch = queue;
     queue = [];
+    try {
+      commit(batch);
+    } finally {
+      // The background writes that waited for this batch may go now.
+      const go = waiting;
+      waiting = [];
+      for (const resume of go) resume();
+    }
+  }
+
+  function commit(batch: Pending[]) {
     let outcomes: Outcome[];
     try {
       beforeBatch(); // e.g. the file is still the one opened: otherwise nothing of the batch runs
@@ -108,13 +136,29 @@ export function createGroupCommit(
     });
   }
 
-  return function write<T>(run: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
-      }
-    });
+  const schedule = () => {
+    if (!scheduled && backgroundWrites === 0 && queue.length > 0) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
+
+  return {
+    write<T>(run: () => T): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
+        schedule();
+      });
+    },
+    turns: {
+      async beforeBackgroundWrite() {
+        while (queue.length > 0 || scheduled) await new Promise<void>((resume) => waiting.push(resume));
+        backgroundWrites++;
+      },
+      afterBackgroundWrite() {
+        backgroundWrites--;
+        schedule();
+      },
+    },
   };
 }

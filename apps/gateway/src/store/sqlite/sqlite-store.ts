@@ -99,7 +99,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
 
   /** The rollups of each batch's records, written once per row before it commits. */
   const rollups = createRollupBatch(db);
-  const write = createGroupCommit(db, assertSameFile, storageTrouble, {
+  const { write, turns } = createGroupCommit(db, assertSameFile, storageTrouble, {
     opSucceeded: rollups.opSucceeded,
     opFailed: rollups.opFailed,
     beforeCommit: rollups.flush,
@@ -121,6 +121,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
     (reads ??= openBackgroundConnection(path, {
       timeoutMs: options.timeoutMs ?? 2_000,
       classify: storageTrouble,
+      turns,
     }));
 
   const parts: SqliteParts = { db, sql, write, guarded, background, rollups };
