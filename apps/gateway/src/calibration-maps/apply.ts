@@ -1,4 +1,9 @@
-import type { Answer, CalibratedType, Question } from '@decision-gateway/contract';
+import {
+  type Answer,
+  CALIBRATED_TYPES,
+  type CalibratedType,
+  type Question,
+} from '@decision-gateway/contract';
 import { behaviourOf, type KeptDistribution } from '@decision-gateway/questions';
 import { applyPlatt, applyTemperature, type PlattParams, type TemperatureParams } from './fit.ts';
 
@@ -11,8 +16,9 @@ export interface ActiveMap {
   params: MapParams;
 }
 
+/** A type a map corrects: one answered with a distribution (a box is not). */
 export const isCalibrated = (type: string): type is CalibratedType =>
-  type === 'noul' || type === 'choice' || type === 'score';
+  (CALIBRATED_TYPES as readonly string[]).includes(type);
 
 /** A distribution as a decision record keeps it (a noul's p, or p in option order), mapped. */
 export function mapDistribution(p: number | readonly number[], params: MapParams): number | number[] {

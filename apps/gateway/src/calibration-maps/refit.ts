@@ -1,7 +1,7 @@
-import { CALIBRATED_TYPES, type CalibratedType, type HeldOutScores } from '@decision-gateway/contract';
+import type { CalibratedType, HeldOutScores } from '@decision-gateway/contract';
 import type { Judged } from '@decision-gateway/questions';
 import { calibrationGroup, type JudgedAnswer } from '../outcomes/calibration.ts';
-import { type MapParams, mapKept } from './apply.ts';
+import { isCalibrated, type MapParams, mapKept } from './apply.ts';
 import { fitPlatt, fitTemperature, logsOf } from './fit.ts';
 
 /** A new fit, before it is stored. */
@@ -19,9 +19,6 @@ export interface Fit {
 /** The earliest 80% by decision time are fitted, the latest 20% held out. */
 const FITTED_SHARE = 0.8;
 
-const isCalibratedType = (type: string): type is CalibratedType =>
-  (CALIBRATED_TYPES as readonly string[]).includes(type);
-
 /**
  * A fit per upstream and question type with at least `minOutcomes` judged answers
  * (docs/calibration-maps.md): fitted on the earliest 80% by decision time, checked on the latest
@@ -30,7 +27,7 @@ const isCalibratedType = (type: string): type is CalibratedType =>
 export function fitMaps(answers: readonly JudgedAnswer[], minOutcomes: number): Fit[] {
   const groups = new Map<string, JudgedAnswer[]>();
   for (const answer of answers) {
-    if (!isCalibratedType(answer.type)) continue;
+    if (!isCalibrated(answer.type)) continue;
     const key = `${answer.upstream}\u0000${answer.type}`;
     const group = groups.get(key);
     if (group) group.push(answer);
