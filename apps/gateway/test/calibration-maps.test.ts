@@ -1,3 +1,4 @@
+import type { ChoiceResponse, NoulResponse, Usage } from '@typesafe-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_TOKEN,
@@ -25,8 +26,13 @@ const LABELS = ['a', 'b', 'c', 'd'];
  * The stand-in answers what each question's instructions say: `p=<number>` for a noul, `q=<JSON
  * array>` for a choice (answered sharpened, p ∝ q^2.5, as a miscalibrated model would).
  */
-function standInAnswer(request: SeenRequest) {
-  const answers: Record<string, unknown> = {};
+function standInAnswer(request: SeenRequest): {
+  model: string;
+  answers: Record<string, NoulResponse | ChoiceResponse>;
+  usage: Usage;
+} {
+  // Typed by the official System One SDK's response types: the peer's format, not this gateway's.
+  const answers: Record<string, NoulResponse | ChoiceResponse> = {};
   for (const [id, question] of Object.entries<{ type: string; instructions: string }>(
     request.body.questions,
   )) {
@@ -40,9 +46,9 @@ function standInAnswer(request: SeenRequest) {
       const top = p.indexOf(Math.max(...p));
       answers[id] = {
         type: 'choice',
-        choice: LABELS[top],
+        choice: LABELS[top] as string,
         confidence: Math.min(1, Math.max(0, (Math.max(...p) - 1 / 4) / (1 - 1 / 4))),
-        probabilities: Object.fromEntries(LABELS.map((label, i) => [label, p[i]])),
+        probabilities: Object.fromEntries(LABELS.map((label, i) => [label, p[i] as number])),
       };
     }
   }

@@ -1,3 +1,4 @@
+import type { ChoiceResponse, NoulResponse, Usage } from '@typesafe-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_TOKEN,
@@ -20,8 +21,13 @@ describe('review by a person', () => {
   const admin = bearer(ADMIN_TOKEN);
 
   /** A System One stand-in that sees images: a noul at the p its instructions name, a choice 0.55/0.45. */
-  function answer(request: SeenRequest) {
-    const answers: Record<string, unknown> = {};
+  function answer(request: SeenRequest): {
+    model: string;
+    answers: Record<string, NoulResponse | ChoiceResponse>;
+    usage: Usage;
+  } {
+    // Typed by the official System One SDK's response types: the peer's format, not this gateway's.
+    const answers: Record<string, NoulResponse | ChoiceResponse> = {};
     for (const [id, q] of Object.entries<{ type: string; instructions: string }>(request.body.questions))
       answers[id] =
         q.type === 'noul'
