@@ -476,7 +476,43 @@ describe('the rules every image is held to, each at its path', () => {
     // The gateway answers and closes while bytes are still coming: the body (which a reset may
     // cut from the client's view) is read only when it arrived whole.
     expect(outcome.status).toBe(413);
-    if (outcome.body !== '') expect(JSON.parse(outcome.body).code).toBe(41300);
+    expect(JSON.parse(outcome.body).code).toBe(41300);
     expect(outcome.sentWhenAnswered).toBeLessThan(total);
+  });
+
+  it('a client that reads only after it has sent 4 MiB past the cut still reads the whole 413: the gateway closes its side and lets the rest arrive', async () => {
+    const total = 40 * 1024 * 1024;
+    const url = new URL(`${gw.url}/v1/systemone`);
+    const answer = await new Promise<string>((resolve) => {
+      let received = '';
+      const socket = connect(Number(url.port), url.hostname, () => {
+        // Not reading yet: a server that closed at once would reset this connection, and a reset
+        // drops what the client's side had received but not read.
+        socket.pause();
+        socket.write(
+          `POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\n` +
+            `Content-Type: multipart/form-data; boundary=dgboundary\r\nContent-Length: ${total}\r\n\r\n`,
+        );
+        let sent = 0;
+        const chunk = Buffer.alloc(256 * 1024, 0x41);
+        const pump = () => {
+          while (sent < 36 * 1024 * 1024 && !socket.destroyed) {
+            sent += chunk.length;
+            if (!socket.write(chunk)) return void socket.once('drain', pump);
+          }
+          socket.resume();
+        };
+        pump();
+      });
+      socket.on('data', (data) => {
+        received += data.toString('latin1');
+      });
+      socket.on('error', () => {});
+      socket.on('close', () => resolve(received));
+    });
+    const [headers = '', body = ''] = answer.split('\r\n\r\n');
+    expect(headers.split(' ')[1]).toBe('413');
+    expect(headers.toLowerCase()).toContain('connection: close');
+    expect(JSON.parse(body).code).toBe(41300);
   });
 });

@@ -1,7 +1,9 @@
+import type { Socket } from 'node:net';
 import { trpcErrorBody } from '@decision-gateway/api';
 import { failure, type GatewayFailure, LIMITS, nativeError } from '@decision-gateway/contract';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { storeTroubleFailure } from '../core/store-trouble.ts';
+import { closeLingering } from '../http/lingering-close.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 import type { DoorOutcome } from './door-outcome.ts';
 import { errorBody, retryAfterSeconds } from './envelope.ts';
@@ -132,6 +134,8 @@ export function door(app: FastifyInstance, name: DoorName, options: DoorOptions 
     const gone = request.outcome?.belowRouter === true || error.code === 'ECONNRESET';
     if (error instanceof StoreUnavailableError) request.log.warn({ err: error }, 'the store is unavailable');
     else if (!known && !gone) request.log.error({ err: error }, 'unhandled error');
+    // Answered before the body was all read (a body past its limit): the client may still be sending.
+    if (!request.raw.complete && !gone) closeLingering(request.raw.socket as Socket);
     return sendFailure(reply, known ?? failure('internal_error', 'internal error'), name);
   });
 

@@ -5,6 +5,7 @@ import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { DOORS, type DoorName } from '../doors/door.ts';
+import { lingeringClose } from './lingering-close.ts';
 
 /**
  * `req_` and 32 hex digits: the time in milliseconds (12 digits), then 20 of a random UUID (72
@@ -25,7 +26,6 @@ const IDLE_GRACE_MS = 1_000;
  * clients may already have sent a request.
  */
 const QUIET_MS = 250;
-
 export interface ConnectionOptions {
   /** docs/operating.md: headers and body must have arrived within this (408 otherwise). */
   requestTimeoutMs: number;
@@ -64,7 +64,8 @@ export function createConnections(options: ConnectionOptions) {
       `x-request-id: ${requestId}`,
       ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
     ].join('\r\n');
-    socket.end(`${head}\r\n\r\n${body}`, () => socket.destroy());
+    socket.write(`${head}\r\n\r\n${body}`);
+    lingeringClose(socket);
     if (request) request.outcome = { code: gatewayFailure.code, belowRouter: true };
     options.onAnswered(gatewayFailure.status, gatewayFailure.code);
     options.logger.info(
