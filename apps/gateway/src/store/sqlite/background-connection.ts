@@ -17,6 +17,8 @@ export interface Statement {
 export interface BackgroundConnection {
   all<T>(statement: Statement): Promise<T[]>;
   exec(sql: string): Promise<void>;
+  /** Copies the WAL's frames into the database file, as far as readers allow (docs/usage.md). */
+  checkpoint(): Promise<void>;
   /** Runs the statements in one IMMEDIATE transaction; resolves with each one's changed rows. */
   transaction(steps: readonly Statement[]): Promise<number[]>;
   close(): Promise<void>;
@@ -86,6 +88,7 @@ export function openBackgroundConnection(
   return {
     all: (statement) => send({ op: 'all', sql: statement.sql, params: statement.params }),
     exec: (sql) => send({ op: 'exec', sql }),
+    checkpoint: () => send({ op: 'checkpoint' }),
     async transaction(steps) {
       const { turns } = options;
       if (turns === undefined) return send<number[]>({ op: 'transaction', steps });

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -125,6 +125,59 @@ describe('SQLite store', () => {
     } finally {
       execFileSync('chattr', ['-i', path]);
     }
+  });
+
+  it('checkpoints the WAL on its background connection after writes, so the WAL stops growing', async () => {
+    const path = join(dir, 'g.db');
+    const store = openSqliteStore(path);
+    await store.createKey({
+      id: 'key_1',
+      name: 'n',
+      prefix: 'dg_abc',
+      hash: 'h'.repeat(64),
+      creditsMicro: null,
+      rateLimitPerMinute: null,
+      route: null,
+      createdAt: 1,
+      expiresAt: null,
+    });
+    const settle = (requestId: string) =>
+      store.settle(
+        null,
+        {
+          requestId,
+          keyId: 'key_1',
+          creditsMicro: 1,
+          inputTokens: 1,
+          outputTokens: 0,
+          questions: 1,
+          status: 200,
+          elapsedMs: 1,
+          at: Date.now(),
+          route: 'default',
+          upstream: 'lexical',
+          cached: false,
+          tokenId: null,
+          subject: null,
+        },
+        0,
+      );
+    // In WAL mode only a checkpoint writes the database file itself.
+    const file = () => `${statSync(path).mtimeMs}:${statSync(path).size}`;
+    const walSizes: number[] = [];
+    for (let round = 0; round < 4; round++) {
+      const before = file();
+      await Promise.all(Array.from({ length: 500 }, (_, i) => settle(`req_${round}_${i}`)));
+      walSizes.push(statSync(`${path}-wal`).size);
+      // A round is far below SQLite's own threshold (1,000 pages): only the store's checkpointer runs.
+      const deadline = Date.now() + 20_000;
+      while (file() === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(file()).not.toBe(before);
+    }
+    // After a complete checkpoint the next writer starts the WAL over: it holds about one round.
+    expect(walSizes[0]).toBeLessThan(1_000 * 4096);
+    expect(walSizes.at(-1)).toBeLessThanOrEqual((walSizes[0] as number) * 1.5);
+    await store.close();
   });
 
   it('refuses a negative balance at the database level', async () => {

@@ -17,6 +17,13 @@ import { prepareStatements } from './statements.ts';
 import { sqliteUsage } from './usage.ts';
 
 /** SQLite's result codes for a file it cannot lock, read or write now: storage trouble, not a bug. */
+/**
+ * How often the background connection checkpoints the WAL after writes: this connection never does
+ * (a checkpoint copies pages into the database file and syncs it, which in a commit here would
+ * stall every request behind it).
+ */
+const CHECKPOINT_EVERY_MS = 1_000;
+
 const TROUBLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|PROTOCOL|NOTADB|CORRUPT)/;
 
 /** Storage trouble becomes the store's own error (503, docs/operating.md); anything else stays as it is. */
@@ -75,6 +82,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   db.pragma('synchronous = NORMAL');
   db.pragma(`busy_timeout = ${Math.trunc(options.timeoutMs ?? 2_000)}`);
   db.pragma('foreign_keys = ON');
+  if (path !== ':memory:') db.pragma('wal_autocheckpoint = 0');
   migrate(db, options.migrateTo);
 
   const sql = prepareStatements(db);
@@ -99,16 +107,22 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
 
   /** The rollups of each batch's records, written once per row before it commits. */
   const rollups = createRollupBatch(db);
+  /** Whether this connection wrote since the background connection's last checkpoint (migrations count). */
+  let wrote = true;
   const { write, turns } = createGroupCommit(db, assertSameFile, storageTrouble, {
     opSucceeded: rollups.opSucceeded,
     opFailed: rollups.opFailed,
-    beforeCommit: rollups.flush,
+    beforeCommit() {
+      rollups.flush();
+      wrote = true;
+    },
     reset: rollups.reset,
   });
   /** A write outside group commit (admin and CLI): the same file check, the same error for trouble. */
   const guarded = <T>(run: () => T): T => {
     try {
       assertSameFile();
+      wrote = true;
       return run();
     } catch (error) {
       throw storageTrouble(error);
@@ -123,6 +137,19 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       classify: storageTrouble,
       turns,
     }));
+
+  const checkpoints =
+    path === ':memory:'
+      ? undefined
+      : setInterval(() => {
+          if (!wrote) return;
+          wrote = false;
+          background()
+            .checkpoint()
+            .catch(() => {
+              wrote = true; // tried again at the next tick
+            });
+        }, CHECKPOINT_EVERY_MS).unref();
 
   const parts: SqliteParts = { db, sql, write, guarded, background, rollups };
   const budgets = sqliteBudgets(parts);
@@ -139,6 +166,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
       assertUpgraded(sql.backfill.get());
     },
     async close() {
+      clearInterval(checkpoints);
       await reads?.close();
       if (db.open) db.close();
     },

@@ -1,6 +1,6 @@
 // The SQLite store's second connection, on a thread of its own (docs/usage.md):
 // the reads that can take longer than a few milliseconds (series, summaries, recent usage) and the
-// background writes (retention, the rollups' upgrade) run here, so better-sqlite3's synchronous
+// background writes (retention, the rollups' upgrade) and the WAL's checkpoints run here, so better-sqlite3's synchronous
 // calls never hold up the thread that serves requests. Plain JavaScript: a worker loads it as it
 // is, under tsx, Vitest or plain Node alike. It knows no schema; the store sends the SQL.
 import { parentPort, workerData } from 'node:worker_threads';
@@ -27,6 +27,8 @@ parentPort.on('message', (message) => {
     if (message.op === 'all') value = prepared(message.sql).all(...message.params);
     else if (message.op === 'exec') value = db.exec(message.sql) && null;
     else if (message.op === 'transaction') value = runAll.immediate(message.steps);
+    // PASSIVE: copies what it can without waiting for, or holding up, any reader or writer.
+    else if (message.op === 'checkpoint') value = db.pragma('wal_checkpoint(PASSIVE)', { simple: false });
     else throw new Error(`unknown op ${message.op}`);
     parentPort.postMessage({ id: message.id, ok: true, value });
   } catch (error) {
