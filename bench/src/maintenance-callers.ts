@@ -2,7 +2,7 @@
 // (docs/usage.md), on SQLite and on PostgreSQL (BENCH_MAINTENANCE_STORES=sqlite,postgres): a gateway
 // started over a store written by the release before the rollups (so its first pass folds every
 // record into them) with 60 days of records and 30 days' retention (so the same pass deletes half
-// of them), 16 callers posting all along. Throughput and p99 in 3-second windows while the pass
+// of them, and half of the decision records kept beside them), 16 callers posting all along. Throughput and p99 in 3-second windows while the pass
 // runs, against the windows after it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,10 +26,19 @@ const KEY_SQL = `INSERT INTO api_keys (id, name, prefix, hash, credits_micro, cr
 const COLUMNS =
   'request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status, elapsed_ms, at, route, upstream, cached';
 /** Record j: one every 60 days / RECORDS, all of one old key. */
+const DECISIONS = Math.floor(RECORDS / 2);
+/** Decision j, kept beside record 2j (the release that keeps decisions), for decision retention. */
+const decisionSql = (j: string) =>
+  `'req_old_' || (2 * ${j}), 'key_old', 'default', ${now - SPAN} + 2 * ${j} * ${Math.floor(SPAN / RECORDS)}, NULL,
+   '{"urgent":{"type":"noul","upstream":"lexical","p":0.8}}'`;
+const DECISION_COLUMNS = 'request_id, key_id, route, at, reused, questions';
 const recordSql = (j: string, cached: string) =>
   `'req_old_' || ${j}, 'key_old', 230000, 230, 0, 3, 200, 5, ${now - SPAN} + ${j} * ${Math.floor(SPAN / RECORDS)}, 'default', 'lexical', ${cached}`;
 
-/** The SQLite release before the rollups' schema (migration 5) with `RECORDS` records over 60 days. */
+/**
+ * The SQLite release before the rollups' schema (migration 5) with `RECORDS` records over 60 days,
+ * upgraded, with a decision kept for every other record.
+ */
 function seedSqlite(path: string) {
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
@@ -41,11 +50,15 @@ function seedSqlite(path: string) {
     db.exec(`WITH RECURSIVE s(j) AS (SELECT ${from} UNION ALL SELECT j + 1 FROM s WHERE j < ${to})
       INSERT INTO usage_records (${COLUMNS}) SELECT ${recordSql('j', '0')} FROM s`);
   }
+  // Then the current schema (the fold is left to the gateway) and the decisions kept meanwhile.
+  migrateSqlite(db);
+  db.exec(`WITH RECURSIVE s(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM s WHERE j < ${DECISIONS - 1})
+    INSERT INTO decision_records (${DECISION_COLUMNS}) SELECT ${decisionSql('j')} FROM s`);
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();
 }
 
-/** The PostgreSQL release before the rollups' schema (migration 4), the same records. */
+/** The PostgreSQL release before the rollups' schema (migration 4), the same records and decisions. */
 async function seedPostgres(url: string) {
   const sql = connectPostgres(url, { poolSize: 1, timeoutMs: 600_000 });
   try {
@@ -53,7 +66,11 @@ async function seedPostgres(url: string) {
     await sql.unsafe(KEY_SQL);
     await sql.unsafe(`INSERT INTO usage_records (${COLUMNS})
       SELECT ${recordSql('j', 'false')} FROM generate_series(0::bigint, ${RECORDS - 1}::bigint) j`);
+    await migratePostgres(sql);
+    await sql.unsafe(`INSERT INTO decision_records (${DECISION_COLUMNS})
+      SELECT ${decisionSql('j')} FROM generate_series(0::bigint, ${DECISIONS - 1}::bigint) j`);
     await sql.unsafe('VACUUM ANALYZE usage_records');
+    await sql.unsafe('VACUUM ANALYZE decision_records');
   } finally {
     await sql.end();
   }
@@ -103,6 +120,7 @@ async function measure(store: string) {
       return {
         store,
         records: RECORDS,
+        decisions: DECISIONS,
         passSeconds: Number(passSeconds.toFixed(1)),
         windowsDuring: during.length,
         rpsDuring: Math.round(rpsDuring),

@@ -64,8 +64,9 @@ export interface MaintenanceOptions {
   /** Between passes (default 10 minutes). */
   intervalMs?: number;
   /**
-   * After each batch, a rest of this many times the batch's own duration (default 1): the batches
-   * take at most half the time, so callers of the same database keep most of theirs (docs/usage.md).
+   * After each batch, a rest of this many times the batch's own duration (default 3): the batches
+   * take at most a quarter of the time, so callers of the same database keep most of theirs
+   * (docs/usage.md).
    */
   restFactor?: number;
 }
@@ -80,7 +81,7 @@ export function startMaintenance(options: MaintenanceOptions) {
   const clock = options.clock ?? Date.now;
   const batchSize = options.batchSize ?? 2_000;
   const intervalMs = options.intervalMs ?? 600_000;
-  const restFactor = options.restFactor ?? 2;
+  const restFactor = options.restFactor ?? 3;
   /** One batch, then the rest it earned. */
   async function batch<T>(run: () => Promise<T>): Promise<T> {
     const started = performance.now();
