@@ -1,8 +1,9 @@
-// A native System One upstream that answers at once: its own process, so it never shares an
-// event loop with what is measured. Answers are built once per distinct body and then reused.
+// A native System One upstream that answers at once (or after DELAY_MS, as a model would): its own
+// process, so it never shares an event loop with what is measured. Answers are built once per distinct body and then reused.
 import { createServer } from 'node:http';
 
 const cache = new Map<string, string>();
+const DELAY_MS = Number(process.env.DELAY_MS ?? 0);
 
 function answer(body: string): string {
   const request = JSON.parse(body) as { questions: Record<string, { type: string; criteria?: unknown }> };
@@ -43,9 +44,13 @@ const server = createServer((req, res) => {
       text = answer(body);
       if (cache.size < 100) cache.set(body, text);
     }
-    res
-      .writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
-      .end(text);
+    const reply = text;
+    const send = () =>
+      res
+        .writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(reply) })
+        .end(reply);
+    if (DELAY_MS > 0) setTimeout(send, DELAY_MS);
+    else send();
   });
 });
 server.keepAliveTimeout = 120_000;
