@@ -18,7 +18,9 @@ import { BENCH_REQUEST } from './request.ts';
 const TRIALS = Number(process.env.BENCH_COMPARE_TRIALS ?? 5);
 const ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 4);
 const SECONDS = Number(process.env.BENCH_COMPARE_SECONDS ?? 3);
-const CONNECTIONS = 64;
+const CONNECTIONS = Number(process.env.BENCH_COMPARE_CONNECTIONS ?? 64);
+/** An upstream that answers after this long (BENCH_COMPARE_UPSTREAM_MS, e.g. 100 as a model would), or at once. */
+const UPSTREAM_MS = Number(process.env.BENCH_COMPARE_UPSTREAM_MS ?? 0);
 
 /** A checkout of `ref` in a temporary worktree, installed as a newcomer would (offline if it can). */
 function checkout(ref: string, dir: string): void {
@@ -82,7 +84,9 @@ async function main() {
   try {
     for (const other of others) checkout(other.ref, other.dir);
     const body = JSON.stringify(BENCH_REQUEST);
-    const upstream = await startProcess('stand-in upstream', 'bench/src/stand-in-upstream.ts');
+    const upstream = await startProcess('stand-in upstream', 'bench/src/stand-in-upstream.ts', {
+      DELAY_MS: String(UPSTREAM_MS),
+    });
     processes.push(upstream);
     const otherKeys = others.map((other, i) => createKey(other.dir, join(dir, `checkout-${i}.db`)));
     const nowKey = createKey(repoRoot, join(dir, 'now.db'));
@@ -164,7 +168,7 @@ async function main() {
     const paired = (name: string, field: 'rps' | 'cpu') =>
       trials.map((t) => (t[nowName]?.[field] as number) / (t[name]?.[field] as number));
     const lines = [
-      `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the ${others.length + 2} targets in turn; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned (no taskset or one CPU)'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
+      `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the ${others.length + 2} targets in turn${UPSTREAM_MS > 0 ? `, the upstream answering after ${UPSTREAM_MS} ms` : ''}; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned (no taskset or one CPU)'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
       '',
       '| target | req/s | CPU µs/req | × relay req/s |',
       '| --- | ---: | ---: | ---: |',

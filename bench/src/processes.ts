@@ -8,6 +8,18 @@ const CLOCK_TICKS_PER_SECOND = 100;
 export const repoRoot = resolve(here, '../..');
 const benchDir = join(repoRoot, 'bench');
 
+/**
+ * The Node flags `pnpm start` runs the gateway with, read from that checkout's package.json: a
+ * gateway under measurement starts as its users start it.
+ */
+export function gatewayNodeFlags(checkout: string = repoRoot): string[] {
+  const scripts = (JSON.parse(readFileSync(join(checkout, 'package.json'), 'utf8')) as {
+    scripts?: Record<string, string>;
+  }).scripts;
+  const flags = /\bnode ((?:--\S+ )*?)--import tsx apps\/gateway\/src\/main\.ts/.exec(scripts?.start ?? '')?.[1];
+  return flags?.trim().split(/\s+/).filter(Boolean) ?? [];
+}
+
 export interface Running {
   name: string;
   url: string;
@@ -31,9 +43,13 @@ export async function startProcess(
 ): Promise<Running> {
   // One node process with tsx as a loader (not the tsx CLI, which runs the program in a child
   // process): the pid is the server itself, so its RSS and CPU time are what is measured.
+  const path = isAbsolute(entry) ? entry : join(repoRoot, entry);
+  // A gateway (this checkout's or another's, in bench:compare) with its own `pnpm start` flags.
+  const gateway = /(.*)\/apps\/gateway\/src\/main\.ts$/.exec(path);
+  const flags = gateway?.[1] === undefined ? [] : gatewayNodeFlags(gateway[1]);
   const child = spawn(
     process.execPath,
-    [...nodeArgs, '--import', 'tsx', isAbsolute(entry) ? entry : join(repoRoot, entry)],
+    [...flags, ...nodeArgs, '--import', 'tsx', path],
     {
       cwd: benchDir,
       env: { ...process.env, ...env },
