@@ -79,7 +79,7 @@ export interface PassReport {
 export function startMaintenance(options: MaintenanceOptions) {
   const { store, tasks, logger } = options;
   const clock = options.clock ?? Date.now;
-  const batchSize = options.batchSize ?? 2_000;
+  const batchSize = options.batchSize ?? 500;
   const intervalMs = options.intervalMs ?? 600_000;
   const restFactor = options.restFactor ?? 3;
   /** One batch, then the rest it earned. */
