@@ -13,10 +13,14 @@ const benchDir = join(repoRoot, 'bench');
  * gateway under measurement starts as its users start it.
  */
 export function gatewayNodeFlags(checkout: string = repoRoot): string[] {
-  const scripts = (JSON.parse(readFileSync(join(checkout, 'package.json'), 'utf8')) as {
-    scripts?: Record<string, string>;
-  }).scripts;
-  const flags = /\bnode ((?:--\S+ )*?)--import tsx apps\/gateway\/src\/main\.ts/.exec(scripts?.start ?? '')?.[1];
+  const scripts = (
+    JSON.parse(readFileSync(join(checkout, 'package.json'), 'utf8')) as {
+      scripts?: Record<string, string>;
+    }
+  ).scripts;
+  const flags = /\bnode ((?:--\S+ )*?)--import tsx apps\/gateway\/src\/main\.ts/.exec(
+    scripts?.start ?? '',
+  )?.[1];
   return flags?.trim().split(/\s+/).filter(Boolean) ?? [];
 }
 
@@ -47,15 +51,11 @@ export async function startProcess(
   // A gateway (this checkout's or another's, in bench:compare) with its own `pnpm start` flags.
   const gateway = /(.*)\/apps\/gateway\/src\/main\.ts$/.exec(path);
   const flags = gateway?.[1] === undefined ? [] : gatewayNodeFlags(gateway[1]);
-  const child = spawn(
-    process.execPath,
-    [...flags, ...nodeArgs, '--import', 'tsx', path],
-    {
-      cwd: benchDir,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, [...flags, ...nodeArgs, '--import', 'tsx', path], {
+    cwd: benchDir,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const url = await new Promise<string>((resolveUrl, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output}`)), 30_000);
