@@ -7,6 +7,19 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS } from './migrations.ts';
 import { migrate, openSqliteStore } from './sqlite-store.ts';
 
+/** A key as the key service would store it, with `creditsMicro` (null: unlimited). */
+const keyRecord = (creditsMicro: number | null) => ({
+  id: 'key_1',
+  name: 'n',
+  prefix: 'dg_abc',
+  hash: 'h'.repeat(64),
+  creditsMicro,
+  rateLimitPerMinute: null,
+  route: null,
+  createdAt: 1,
+  expiresAt: null,
+});
+
 describe('SQLite store', () => {
   let dir: string;
   beforeEach(() => {
@@ -73,17 +86,7 @@ describe('SQLite store', () => {
   it('stores only the hash of a key and keeps data across reopening', async () => {
     const path = join(dir, 'g.db');
     const store = openSqliteStore(path);
-    await store.createKey({
-      id: 'key_1',
-      name: 'n',
-      prefix: 'dg_abc',
-      hash: 'h'.repeat(64),
-      creditsMicro: 5,
-      rateLimitPerMinute: null,
-      route: null,
-      createdAt: 1,
-      expiresAt: null,
-    });
+    await store.createKey(keyRecord(5));
     await store.close();
     const again = openSqliteStore(path);
     expect(await again.findKeyByHash('h'.repeat(64))).toMatchObject({ id: 'key_1', prefix: 'dg_abc' });
@@ -130,17 +133,7 @@ describe('SQLite store', () => {
   it('checkpoints the WAL on its background connection after writes, so the WAL stops growing', async () => {
     const path = join(dir, 'g.db');
     const store = openSqliteStore(path);
-    await store.createKey({
-      id: 'key_1',
-      name: 'n',
-      prefix: 'dg_abc',
-      hash: 'h'.repeat(64),
-      creditsMicro: null,
-      rateLimitPerMinute: null,
-      route: null,
-      createdAt: 1,
-      expiresAt: null,
-    });
+    await store.createKey(keyRecord(null));
     const settle = (requestId: string) =>
       store.settle(
         null,
