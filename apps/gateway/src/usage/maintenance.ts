@@ -64,8 +64,8 @@ export interface MaintenanceOptions {
   /** Between passes (default 10 minutes). */
   intervalMs?: number;
   /**
-   * After each batch, a rest of this many times the batch's own duration (default 3): the batches
-   * take at most a quarter of the time, so callers of the same database keep most of theirs
+   * After each batch, a rest of this many times the batch's own duration (default 4): the batches
+   * take at most a fifth of the time, so callers of the same database keep most of theirs
    * (docs/usage.md).
    */
   restFactor?: number;
@@ -81,7 +81,7 @@ export function startMaintenance(options: MaintenanceOptions) {
   const clock = options.clock ?? Date.now;
   const batchSize = options.batchSize ?? 500;
   const intervalMs = options.intervalMs ?? 600_000;
-  const restFactor = options.restFactor ?? 3;
+  const restFactor = options.restFactor ?? 4;
   /** One batch, then the rest it earned. */
   async function batch<T>(run: () => Promise<T>): Promise<T> {
     const started = performance.now();
