@@ -1,8 +1,15 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BudgetSpec } from '@decision-gateway/contract';
-import { createKeyService, openPostgresStore, openSqliteStore, type Store } from '@decision-gateway/gateway';
+import {
+  connectPostgres,
+  createKeyService,
+  openPostgresStore,
+  openSqliteStore,
+  type Store,
+} from '@decision-gateway/gateway';
 import postgres from 'postgres';
+import type { Pool } from 'undici';
 import { repoRoot } from './processes.ts';
 
 /** A key with ample credits in a new SQLite file at `path` (or a PostgreSQL URL); returns the plain key. */
@@ -73,4 +80,30 @@ export async function createBenchDatabase(): Promise<{ url: string; drop: () => 
       await again.end();
     },
   };
+}
+
+/** Runs `seed` on a connection of its own to the database at `url` (long statements allowed), then closes it. */
+export async function onPostgres(
+  url: string,
+  seed: (sql: ReturnType<typeof connectPostgres>) => Promise<void>,
+): Promise<void> {
+  const sql = connectPostgres(url, { poolSize: 1, timeoutMs: 600_000 });
+  try {
+    await seed(sql);
+  } finally {
+    await sql.end();
+  }
+}
+
+/** One request to the REST door on `pool`, timed in ms; an answer other than 200 throws. */
+export async function timedRequest(
+  pool: Pool,
+  headers: Record<string, string>,
+  body: string,
+): Promise<number> {
+  const started = performance.now();
+  const response = await pool.request({ path: '/v1/systemone', method: 'POST', headers, body });
+  await response.body.text();
+  if (response.statusCode !== 200) throw new Error(`the caller got ${response.statusCode}`);
+  return performance.now() - started;
 }

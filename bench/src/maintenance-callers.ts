@@ -7,9 +7,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectPostgres, migratePostgres, migrateSqlite } from '@decision-gateway/gateway';
+import { migratePostgres, migrateSqlite } from '@decision-gateway/gateway';
 import Database from 'better-sqlite3';
-import { createBenchDatabase, createBenchKey } from './bench-support.ts';
+import { createBenchDatabase, createBenchKey, onPostgres } from './bench-support.ts';
 import { measureLoad } from './load.ts';
 import { startProcess } from './processes.ts';
 import { BENCH_REQUEST } from './request.ts';
@@ -60,8 +60,7 @@ function seedSqlite(path: string) {
 
 /** The PostgreSQL release before the rollups' schema (migration 4), the same records and decisions. */
 async function seedPostgres(url: string) {
-  const sql = connectPostgres(url, { poolSize: 1, timeoutMs: 600_000 });
-  try {
+  await onPostgres(url, async (sql) => {
     await migratePostgres(sql, 4);
     await sql.unsafe(KEY_SQL);
     await sql.unsafe(`INSERT INTO usage_records (${COLUMNS})
@@ -71,9 +70,7 @@ async function seedPostgres(url: string) {
       SELECT ${decisionSql('j')} FROM generate_series(0::bigint, ${DECISIONS - 1}::bigint) j`);
     await sql.unsafe('VACUUM ANALYZE usage_records');
     await sql.unsafe('VACUUM ANALYZE decision_records');
-  } finally {
-    await sql.end();
-  }
+  });
 }
 
 const median = (values: number[]) =>
@@ -92,6 +89,7 @@ async function measure(store: string) {
       DATABASE_URL: url,
       UPSTREAM: 'lexical',
       RATE_LIMIT_PER_MINUTE: '0',
+      PORT: '0',
       USAGE_RETENTION_DAYS: '30',
       LOG_LEVEL: 'info',
     });

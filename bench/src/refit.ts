@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { seeded } from '@decision-gateway/gateway/testing';
 import Database from 'better-sqlite3';
 import { Pool } from 'undici';
-import { createBenchKey } from './bench-support.ts';
+import { createBenchKey, timedRequest } from './bench-support.ts';
 import { startProcess } from './processes.ts';
 import { BENCH_REQUEST } from './request.ts';
 
@@ -86,13 +86,7 @@ async function main() {
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
   const latencies = async (until: () => boolean, atLeast: number) => {
     const times: number[] = [];
-    while (times.length < atLeast || !until()) {
-      const started = performance.now();
-      const response = await caller.request({ path: '/v1/systemone', method: 'POST', headers, body });
-      await response.body.text();
-      if (response.statusCode !== 200) throw new Error(`the caller got ${response.statusCode}`);
-      times.push(performance.now() - started);
-    }
+    while (times.length < atLeast || !until()) times.push(await timedRequest(caller, headers, body));
     return times;
   };
   const refit = async () => {

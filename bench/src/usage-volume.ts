@@ -7,7 +7,6 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  connectPostgres,
   createLogger,
   createUsageReports,
   migratePostgres,
@@ -20,7 +19,13 @@ import {
 } from '@decision-gateway/gateway';
 import Database from 'better-sqlite3';
 import { Pool } from 'undici';
-import { createBenchDatabase, createBenchKey, updateDocSection } from './bench-support.ts';
+import {
+  createBenchDatabase,
+  createBenchKey,
+  onPostgres,
+  timedRequest,
+  updateDocSection,
+} from './bench-support.ts';
 import { type Running, startProcess } from './processes.ts';
 import { BENCH_REQUEST } from './request.ts';
 
@@ -74,8 +79,7 @@ function seedSqlite(path: string) {
 }
 
 async function seedPostgres(url: string) {
-  const sql = connectPostgres(url, { poolSize: 1, timeoutMs: 600_000 });
-  try {
+  await onPostgres(url, async (sql) => {
     await migratePostgres(sql, 4);
     await sql.unsafe(`INSERT INTO api_keys (id, name, prefix, hash, credits_micro, created_at)
       SELECT 'key_' || i, 'key ' || i, 'dg_' || i, 'bench-hash-' || i, NULL, ${now - MONTH}
@@ -86,9 +90,7 @@ async function seedPostgres(url: string) {
         SELECT ${recordSql('j', RECORDS, (x) => `(${x})::int`)} FROM generate_series(${from}::bigint, ${to}::bigint) j`);
     }
     await sql.unsafe('VACUUM ANALYZE usage_records');
-  } finally {
-    await sql.end();
-  }
+  });
 }
 
 /** The upgrade, batch after batch as the gateway's background work runs it. */
@@ -154,13 +156,7 @@ async function callerBesideOperator(gateway: Running, apiKey: string) {
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };
   const latencies = async (count: number) => {
     const times: number[] = [];
-    for (let i = 0; i < count; i++) {
-      const started = performance.now();
-      const response = await caller.request({ path: '/v1/systemone', method: 'POST', headers, body });
-      await response.body.text();
-      if (response.statusCode !== 200) throw new Error(`the caller got ${response.statusCode}`);
-      times.push(performance.now() - started);
-    }
+    for (let i = 0; i < count; i++) times.push(await timedRequest(caller, headers, body));
     return times;
   };
   const ago = (ms: number) => iso(Date.now() - ms);
