@@ -78,6 +78,7 @@ async function main() {
     ADMIN_TOKEN,
     CALIBRATION_REFIT_MINUTES: '0',
     LOG_LEVEL: 'info',
+    PORT: '0',
   });
   const url = new URL(gateway.url);
   const caller = new Pool(url.origin, { connections: 1 });
