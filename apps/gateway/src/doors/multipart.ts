@@ -83,10 +83,14 @@ export function readMultipart(
 
     // The whole body's limit, counted as it arrives: past it the reading stops (41300).
     payload.on('data', (chunk: Buffer) => {
+      const before = form.bytes;
       form.bytes += chunk.length;
-      if (form.bytes > maxBytes) {
+      if (form.bytes > maxBytes && before <= maxBytes) {
         payload.unpipe(parser);
         parser.destroy();
+        // unpipe pauses the body: the rest must still be read (and dropped), or the server stops
+        // reading the socket and the answer's lingering close (http/lingering-close.ts) meets a full window.
+        payload.resume();
         reject(bodyTooLarge(maxBytes));
       }
     });
