@@ -38,6 +38,7 @@ describe('released migrations', () => {
       [7, 'b6c279ac63b3126a'],
       [8, '6ecdb3de573e9651'],
       [9, 'd5a13b3b9ef67f0b'],
+      [10, '4efa9e6af1933258'],
     ]);
   });
 });

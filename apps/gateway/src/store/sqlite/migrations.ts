@@ -171,4 +171,23 @@ export const MIGRATIONS: readonly Migration[] = [
       ${learningTables('sqlite')}
     `,
   },
+  {
+    version: 10,
+    name: 'what each key holds, kept as holds come and go',
+    // Reserve and settle read what a key's live holds hold. Summed from the index, that cost grew
+    // with the requests in flight (24 µs a read at 1,024); kept on the key by these triggers, it
+    // is one row, whoever inserts or deletes a hold (a settle, a release, the stale sweep, another
+    // process). Stale holds still count nowhere: while a key has one, the read sums as before.
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN reserved_micro INTEGER NOT NULL DEFAULT 0;
+      UPDATE api_keys SET reserved_micro =
+        (SELECT COALESCE(SUM(amount_micro), 0) FROM reservations WHERE key_id = api_keys.id);
+      CREATE TRIGGER reservations_held AFTER INSERT ON reservations BEGIN
+        UPDATE api_keys SET reserved_micro = reserved_micro + NEW.amount_micro WHERE id = NEW.key_id;
+      END;
+      CREATE TRIGGER reservations_let_go AFTER DELETE ON reservations BEGIN
+        UPDATE api_keys SET reserved_micro = reserved_micro - OLD.amount_micro WHERE id = OLD.key_id;
+      END;
+    `,
+  },
 ];

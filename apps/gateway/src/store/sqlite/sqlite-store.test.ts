@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { usageEntry } from '../store.contract-tests.ts';
 import { MIGRATIONS } from './migrations.ts';
 import { migrate, openSqliteStore } from './sqlite-store.ts';
 
@@ -52,7 +53,7 @@ describe('SQLite store', () => {
     db.exec(`INSERT INTO api_keys (id, name, prefix, hash, credits_micro, created_at) VALUES ('k', 'n', 'p', 'h', 100, 0), ('k2', 'n', 'p2', 'h2', 100, 0);
              INSERT INTO reservations (key_id, request_id, amount_micro, created_at) VALUES
                ('k', 'req_a', 10, 1), ('k', 'req_b', 20, 1), ('k', 'req_b', 20, 2)`);
-    expect(migrate(db)).toEqual([5, 6, 7, 8, 9]);
+    expect(migrate(db)).toEqual([5, 6, 7, 8, 9, 10]);
     // A request holds one reservation: a duplicate (only a bug could leave one) keeps the oldest.
     expect(db.prepare('SELECT id, request_id FROM reservations ORDER BY id').all()).toEqual([
       { id: 1, request_id: 'req_a' },
@@ -81,6 +82,45 @@ describe('SQLite store', () => {
     // Request ids are the gateway's own and unique: one held under another key is a bug, not a hold.
     await expect(store.reserve('k2', 'req_a', 10, 3, 0)).rejects.toThrow(/another key/);
     await store.close();
+  });
+
+  it('keeps what each key holds as holds come and go, the upgrade’s holds included', async () => {
+    const path = join(dir, 'g.db');
+    const db = new Database(path);
+    db.exec(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+    );
+    for (const step of MIGRATIONS.filter((m) => m.version < 10)) {
+      db.exec(step.sql);
+      db.prepare('INSERT INTO schema_migrations VALUES (?, ?, 0)').run(step.version, step.name);
+    }
+    db.exec(`INSERT INTO api_keys (id, name, prefix, hash, credits_micro, created_at) VALUES ('k', 'n', 'p', 'h', 1000, 0);
+             INSERT INTO reservations (key_id, request_id, amount_micro, created_at) VALUES ('k', 'req_a', 10, 5), ('k', 'req_b', 20, 5)`);
+    expect(migrate(db)).toEqual([10]);
+    const held = () => db.prepare("SELECT reserved_micro AS n FROM api_keys WHERE id = 'k'").get();
+    const summed = () =>
+      db.prepare("SELECT COALESCE(SUM(amount_micro), 0) AS n FROM reservations WHERE key_id = 'k'").get();
+    expect(held()).toEqual({ n: 30 });
+
+    const store = openSqliteStore(path);
+    // At 61 s the store's once-a-minute sweep runs (nothing is stale yet) and is not due again before 121 s.
+    const c = await store.reserve('k', 'req_c', 40, 61_000, 0);
+    expect(held()).toEqual({ n: 70 });
+    await store.reserve('k', 'req_d', 50, 61_000, 0);
+    if (!c.ok) throw new Error('reserve failed');
+    await store.settle(c.reservationId, usageEntry('k', 'req_c', 25, 61_001), 0);
+    await store.release(null, { ...usageEntry('k', 'req_b', 0, 61_002), status: 502 });
+    expect(held()).toEqual(summed());
+    expect(held()).toEqual({ n: 60 });
+    // A hold gone stale (req_a, at 5) counts nowhere before the sweep takes it: 1000 - 25 - 50 left.
+    await expect(store.reserve('k', 'req_e', 926, 70_000, 6)).resolves.toMatchObject({ availableMicro: 925 });
+    expect(held()).toEqual({ n: 60 });
+    // The sweep (at most once a minute) removes it, and the total moves with it.
+    expect((await store.reserve('k', 'req_f', 100, 122_000, 6)).ok).toBe(true);
+    expect(held()).toEqual(summed());
+    expect(held()).toEqual({ n: 150 });
+    await store.close();
+    db.close();
   });
 
   it('stores only the hash of a key and keeps data across reopening', async () => {

@@ -44,7 +44,9 @@ export function prepareStatements(db: Database.Database) {
     ),
     /**
      * What reserve and settle read, in one statement: the key as it stands, its balance, and what its
-     * live (not stale) reservations hold, summed from the covering index alone.
+     * live (not stale) reservations hold: the running total the triggers keep, unless the key's
+     * oldest hold is stale (left by a crashed process), when the live ones are summed from the
+     * covering index as the sweep has yet to remove it.
      */
     balance: db.prepare<
       { keyId: string; since: number },
@@ -58,8 +60,10 @@ export function prepareStatements(db: Database.Database) {
       }
     >(
       `SELECT credits_micro AS credits, revoked_at AS revokedAt, expires_at AS expiresAt, project_id AS projectId,
-            (SELECT COALESCE(SUM(amount_micro), 0) FROM reservations
-             WHERE key_id = @keyId AND created_at >= @since) AS reserved,
+            CASE WHEN (SELECT MIN(created_at) FROM reservations WHERE key_id = @keyId) < @since
+              THEN (SELECT COALESCE(SUM(amount_micro), 0) FROM reservations
+                    WHERE key_id = @keyId AND created_at >= @since)
+              ELSE reserved_micro END AS reserved,
             (SELECT COUNT(*) FROM budgets WHERE holder = @keyId OR holder = api_keys.project_id) AS budgets
      FROM api_keys WHERE id = @keyId`,
     ),
