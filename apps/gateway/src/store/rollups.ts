@@ -225,46 +225,70 @@ export interface RecordForRollup {
   elapsedMs: number;
 }
 
+/** A rollup row a batch sums: its table, its dimensions and its sums, in the order of upsertRowSql. */
+export interface RollupRow {
+  table: RollupTableName;
+  dims: (string | number)[];
+  sums: number[];
+}
+
+/** Where the latency counts start among a row's sums (after requests, errors, credits and tokens). */
+const FIRST_LATENCY = COUNTS.findIndex((c) => c.name === LATENCY_COLUMNS[0]);
+const STEPS = [ROLLUP_STEPS_MS.day, ROLLUP_STEPS_MS.hour, ROLLUP_STEPS_MS.minute];
+
 /**
- * The rows of both tables one record lands in, each with its dimensions and the sums it adds:
- * `[table, key of the row, values in the order of upsertRowSql]`. Written beside the SQL above so
- * that the two ways of adding a record (a trigger, or a store's own batch) sum the same columns.
+ * Add what one record adds to its rows of both tables (`sign` -1 takes it away) to `rows`, keyed by
+ * table and dimensions. Written beside the SQL above so that the two ways of adding a record (a
+ * trigger, or a store's own batch) sum the same columns. A row already in `rows` is added to in
+ * place: a batch of many records of one key and minute makes its few rows once, not six a record.
  */
-export function rollupRowValues(
-  record: RecordForRollup,
-  sign: 1 | -1,
-): { table: RollupTableName; key: string; dims: (string | number)[]; sums: number[] }[] {
-  const bucket = latencyBucket(record.elapsedMs);
-  const latency = LATENCY_COLUMNS.map((_, i) => (i === bucket ? sign : 0));
-  const counts = [
-    sign,
-    record.status !== 200 ? sign : 0,
-    sign * record.creditsMicro,
-    sign * record.inputTokens,
-    sign * record.outputTokens,
-    ...latency,
-  ];
-  const rows: { table: RollupTableName; key: string; dims: (string | number)[]; sums: number[] }[] = [];
-  for (const stepMs of [ROLLUP_STEPS_MS.day, ROLLUP_STEPS_MS.hour, ROLLUP_STEPS_MS.minute]) {
+export function addToRollupRows(rows: Map<string, RollupRow>, record: RecordForRollup, sign: 1 | -1): void {
+  const latency = FIRST_LATENCY + latencyBucket(record.elapsedMs);
+  const route = record.route ?? '';
+  const upstream = record.upstream ?? '';
+  const cached = record.cached ? 1 : 0;
+  for (const stepMs of STEPS) {
     const at = Math.floor(record.at / stepMs) * stepMs;
-    const totals = [stepMs, at];
-    rows.push({
-      table: 'usage_totals',
-      key: `t:${stepMs}:${at}`,
-      dims: totals,
-      sums: [...counts, record.cached ? sign : 0],
-    });
-    const perKey = [
-      stepMs,
-      at,
-      record.keyId,
-      record.route ?? '',
-      record.upstream ?? '',
-      record.cached ? 1 : 0,
-    ];
-    rows.push({ table: 'usage_rollups', key: `k:${perKey.join('\u0000')}`, dims: perKey, sums: counts });
+    const totalsKey = `t:${stepMs}:${at}`;
+    const totals =
+      rows.get(totalsKey) ??
+      newRow(rows, totalsKey, 'usage_totals', [stepMs, at], SUMMED.usage_totals.length);
+    addCounts(totals.sums, record, sign, latency);
+    totals.sums[COUNTS.length] = (totals.sums[COUNTS.length] ?? 0) + sign * cached;
+    const perKeyKey = `k:${stepMs}\u0000${at}\u0000${record.keyId}\u0000${route}\u0000${upstream}\u0000${cached}`;
+    const perKey =
+      rows.get(perKeyKey) ??
+      newRow(
+        rows,
+        perKeyKey,
+        'usage_rollups',
+        [stepMs, at, record.keyId, route, upstream, cached],
+        COUNTS.length,
+      );
+    addCounts(perKey.sums, record, sign, latency);
   }
-  return rows;
+}
+
+function newRow(
+  rows: Map<string, RollupRow>,
+  key: string,
+  table: RollupTableName,
+  dims: (string | number)[],
+  width: number,
+): RollupRow {
+  const row = { table, dims, sums: new Array<number>(width).fill(0) };
+  rows.set(key, row);
+  return row;
+}
+
+/** The counts of COUNTS, in its order. */
+function addCounts(sums: number[], record: RecordForRollup, sign: 1 | -1, latency: number): void {
+  sums[0] = (sums[0] ?? 0) + sign;
+  if (record.status !== 200) sums[1] = (sums[1] ?? 0) + sign;
+  sums[2] = (sums[2] ?? 0) + sign * record.creditsMicro;
+  sums[3] = (sums[3] ?? 0) + sign * record.inputTokens;
+  sums[4] = (sums[4] ?? 0) + sign * record.outputTokens;
+  sums[latency] = (sums[latency] ?? 0) + sign;
 }
 
 /** The sums a read selects from rows of `table`: the same names whichever rows it groups. */

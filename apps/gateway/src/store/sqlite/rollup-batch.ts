@@ -1,11 +1,5 @@
 import type Database from 'better-sqlite3';
-import { type RecordForRollup, type RollupTableName, rollupRowValues, upsertRowSql } from '../rollups.ts';
-
-interface Row {
-  table: RollupTableName;
-  dims: (string | number)[];
-  sums: number[];
-}
+import { addToRollupRows, type RecordForRollup, type RollupRow, upsertRowSql } from '../rollups.ts';
 
 /**
  * The SQLite store's rollups (docs/usage.md), summed per group-commit batch: the
@@ -20,22 +14,17 @@ export function createRollupBatch(db: Database.Database) {
     usage_rollups: db.prepare(upsertRowSql('usage_rollups')),
     usage_totals: db.prepare(upsertRowSql('usage_totals')),
   };
-  let batch = new Map<string, Row>();
-  let op: { key: string; row: Row }[] = [];
+  let batch = new Map<string, RollupRow>();
+  /** What the op being run adds, kept apart until it succeeds. */
+  let op: { record: RecordForRollup; sign: 1 | -1 }[] = [];
 
   return {
     /** Adds (sign 1) or takes away (sign -1) a record, within the op being run. */
     add(record: RecordForRollup, sign: 1 | -1) {
-      for (const { table, key, dims, sums } of rollupRowValues(record, sign))
-        op.push({ key, row: { table, dims, sums } });
+      op.push({ record, sign });
     },
     opSucceeded() {
-      for (const { key, row } of op) {
-        const held = batch.get(key);
-        if (held === undefined) batch.set(key, { ...row, sums: [...row.sums] });
-        else
-          for (let i = 0; i < row.sums.length; i++) held.sums[i] = (held.sums[i] ?? 0) + (row.sums[i] ?? 0);
-      }
+      for (const { record, sign } of op) addToRollupRows(batch, record, sign);
       op = [];
     },
     opFailed() {
