@@ -352,6 +352,12 @@ export interface Store {
    * - `deleteRollupsBefore`: deletes up to `limit` rollup rows of the resolution `stepMs` older than `before`.
    */
   foldIntoRollups(limit: number): Promise<{ folded: number; left: number }>;
+  /**
+   * Whether a request was recorded (a usage record written, by this gateway or another instance
+   * sharing the store) since the last call; the first call says true. Maintenance rests between
+   * its batches only while callers are writing (docs/usage.md).
+   */
+  callersWrote(): Promise<boolean>;
   deleteUsageBefore(before: number, limit: number): Promise<number>;
   deleteRollupsBefore(stepMs: number, before: number, limit: number): Promise<number>;
   /**

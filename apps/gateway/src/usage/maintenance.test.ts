@@ -75,6 +75,42 @@ describe('usage maintenance (retention on a real SQLite file)', () => {
     expect(hours.map((h) => h.requests)).toEqual([25, 5, 5]);
   });
 
+  it('rests after a batch only while callers are writing', async () => {
+    await seeded();
+    const rests: number[] = [];
+    let writing = false;
+    const looked = { times: 0 };
+    // The real store, but callers' writing as the test says (the store's own answer has its contract test).
+    const watched: Store = Object.assign(Object.create(store) as Store, {
+      callersWrote: async () => {
+        looked.times++;
+        return writing;
+      },
+    });
+    const options = {
+      store: watched,
+      logger: silent,
+      clock: () => now,
+      batchSize: 4,
+      // So large that every batch earns a rest, however fast the machine.
+      restFactor: 1e9,
+      sleep: async (ms: number) => void rests.push(ms),
+    };
+    const idle = startMaintenance({ ...options, tasks: usageRetention(watched, 90) });
+    await idle.runPass();
+    await idle.stop();
+    expect(looked.times).toBeGreaterThanOrEqual(7); // 25 records in batches of 4, and the rollups'
+    expect(rests).toEqual([]);
+
+    writing = true;
+    const busy = startMaintenance({ ...options, tasks: usageRetention(watched, 10) });
+    const report = await busy.runPass();
+    await busy.stop();
+    expect(report?.deleted['usage records']).toBe(5);
+    expect(rests.length).toBeGreaterThanOrEqual(2);
+    for (const ms of rests) expect(ms).toBeGreaterThan(0);
+  });
+
   it('keeps the records a longer retention still keeps', async () => {
     await seeded();
     const maintenance = startMaintenance({

@@ -14,7 +14,13 @@ import type { SqliteParts } from './parts.ts';
 
 type UsageMethods = Pick<
   Store,
-  'usageSeries' | 'usageSummary' | 'usage' | 'foldIntoRollups' | 'deleteUsageBefore' | 'deleteRollupsBefore'
+  | 'usageSeries'
+  | 'usageSummary'
+  | 'usage'
+  | 'foldIntoRollups'
+  | 'callersWrote'
+  | 'deleteUsageBefore'
+  | 'deleteRollupsBefore'
 >;
 
 const SUMS = summedSql('sqlite');
@@ -45,6 +51,8 @@ const FOLDS = (['usage_totals', 'usage_rollups'] as const).map((table) =>
 
 /** What operators read of usage, the upgrade's fold and retention: all on the background connection. */
 export function sqliteUsage({ background }: SqliteParts): UsageMethods {
+  /** The newest usage record's id when callersWrote last looked (undefined: never). */
+  let newestRecord: number | null | undefined;
   return {
     async usageSeries({ keyId, stepMs, from, to }) {
       const rows = await background().all<SummedRow & { at: number }>(
@@ -64,6 +72,15 @@ export function sqliteUsage({ background }: SqliteParts): UsageMethods {
         background().all<UsageRow>({ sql: READS.recent, params: [keyId, limit] }),
       ]);
       return { totals: usageTotals(toSums(totals[0] ?? {})), recent: recent.map(toUsage) };
+    },
+    async callersWrote() {
+      const [row] = await background().all<{ id: number | null }>({
+        sql: 'SELECT MAX(id) AS id FROM usage_records',
+        params: [],
+      });
+      const wrote = newestRecord === undefined || row?.id !== newestRecord;
+      newestRecord = row?.id ?? null;
+      return wrote;
     },
     async foldIntoRollups(limit) {
       const [progress] = await background().all<{ next: number; last: number }>({
