@@ -724,22 +724,25 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         expect((await store.usageSummary({ spans: [] })).totals.requests).toBe(0);
       }));
 
-    it('says whether a request was recorded since it last looked (maintenance rests only then)', () =>
+    it('tells the newest usage record: it moves when a request is recorded (maintenance rests only then)', () =>
       withStore(async ({ store }) => {
         const key = newKey({ creditsMicro: null });
         await store.createKey(key);
-        expect(await store.callersWrote()).toBe(true); // the first look cannot know: it says so
-        expect(await store.callersWrote()).toBe(false);
+        expect(await store.newestUsageId()).toBeNull();
+        expect(await store.newestUsageId()).toBeNull();
         const now = Date.now();
         await store.settle(null, usageEntry(key.id, 'old', 1000, now - 2 * 86_400_000), 0);
+        const first = await store.newestUsageId();
+        expect(first).not.toBeNull();
         await store.settle(null, usageEntry(key.id, 'new', 1000, now), 0);
-        expect(await store.callersWrote()).toBe(true);
-        expect(await store.callersWrote()).toBe(false);
+        const newest = await store.newestUsageId();
+        expect(newest).not.toBeNull();
+        expect(newest).not.toBe(first);
         // Maintenance's own deletes (of the oldest records) are not callers writing.
         expect(await store.deleteUsageBefore(now - 86_400_000, 10)).toBe(1);
-        expect(await store.callersWrote()).toBe(false);
+        expect(await store.newestUsageId()).toBe(newest);
         await store.release(null, { ...usageEntry(key.id, 'failed', 0, now), status: 502 });
-        expect(await store.callersWrote()).toBe(true);
+        expect(await store.newestUsageId()).not.toBe(newest);
       }));
 
     it('deletes old records and old rollups in batches; totals, balances and coarser series keep their sums', () =>

@@ -353,11 +353,12 @@ export interface Store {
    */
   foldIntoRollups(limit: number): Promise<{ folded: number; left: number }>;
   /**
-   * Whether a request was recorded (a usage record written, by this gateway or another instance
-   * sharing the store) since the last call; the first call says true. Maintenance rests between
-   * its batches only while callers are writing (docs/usage.md).
+   * The newest usage record's id (null when there is none), as text: it moves whenever a request
+   * is recorded, by this gateway or another instance sharing the store, and never for
+   * maintenance's own deletes of the oldest. Maintenance rests between its batches only while it
+   * moves (docs/usage.md).
    */
-  callersWrote(): Promise<boolean>;
+  newestUsageId(): Promise<string | null>;
   deleteUsageBefore(before: number, limit: number): Promise<number>;
   deleteRollupsBefore(stepMs: number, before: number, limit: number): Promise<number>;
   /**

@@ -81,10 +81,12 @@ describe('usage maintenance (retention on a real SQLite file)', () => {
     let writing = false;
     const looked = { times: 0 };
     // The real store, but callers' writing as the test says (the store's own answer has its contract test).
+    let newest = 100;
     const watched: Store = Object.assign(Object.create(store) as Store, {
-      callersWrote: async () => {
+      newestUsageId: async () => {
         looked.times++;
-        return writing;
+        if (writing) newest++;
+        return String(newest);
       },
     });
     const options = {

@@ -85,12 +85,21 @@ export function startMaintenance(options: MaintenanceOptions) {
   const intervalMs = options.intervalMs ?? 600_000;
   const restFactor = options.restFactor ?? 4;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  /** One batch, then the rest it earned if callers wrote meanwhile (unsure: they did). */
+  /** The newest usage record's id at the last look: callers wrote when it has moved since. */
+  let newest: string | null = null;
+  /** Whether callers wrote since the last look; unsure (the store did not answer): they did. */
+  const callersWrote = async () => {
+    const now = await store.newestUsageId().catch(() => undefined);
+    const wrote = now === undefined || now !== newest;
+    if (now !== undefined) newest = now;
+    return wrote;
+  };
+  /** One batch, then the rest it earned if callers wrote meanwhile. */
   async function batch<T>(run: () => Promise<T>): Promise<T> {
     const started = performance.now();
     const result = await run();
     const rest = (performance.now() - started) * restFactor;
-    if (rest >= 1 && !stopped && (await store.callersWrote().catch(() => true))) await sleep(rest);
+    if (rest >= 1 && !stopped && (await callersWrote())) await sleep(rest);
     return result;
   }
   const warn = warnAtMostEvery(logger, 60_000);
@@ -100,6 +109,7 @@ export function startMaintenance(options: MaintenanceOptions) {
 
   async function pass(): Promise<PassReport> {
     const report: PassReport = { folded: 0, deleted: {} };
+    await callersWrote(); // where the pass starts from
     // The upgrade first: retention must not delete a record before the rollups hold it.
     for (let left = 1; left > 0 && !stopped; ) {
       const folded = await batch(() => store.foldIntoRollups(batchSize));

@@ -93,8 +93,6 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
 export function postgresStore(sql: Sql, timeoutMs: number): Store {
   /** Stale reservations are swept at most once a minute per instance; they count nowhere before. */
   let lastSweep = 0;
-  /** The newest usage record's id when callersWrote last looked (undefined: never). */
-  let newestRecord: string | null | undefined;
 
   const keyColumns = sql.unsafe(KEY_COLUMNS);
 
@@ -424,12 +422,10 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
         return row?.total ?? 0;
       }),
 
-    callersWrote: () =>
+    newestUsageId: () =>
       call('newest usage record', async () => {
         const [row] = await sql<{ id: string | null }[]>`SELECT MAX(id)::text AS id FROM usage_records`;
-        const wrote = newestRecord === undefined || (row?.id ?? null) !== newestRecord;
-        newestRecord = row?.id ?? null;
-        return wrote;
+        return row?.id ?? null;
       }),
 
     foldIntoRollups: (limit) =>

@@ -18,7 +18,7 @@ type UsageMethods = Pick<
   | 'usageSummary'
   | 'usage'
   | 'foldIntoRollups'
-  | 'callersWrote'
+  | 'newestUsageId'
   | 'deleteUsageBefore'
   | 'deleteRollupsBefore'
 >;
@@ -51,8 +51,6 @@ const FOLDS = (['usage_totals', 'usage_rollups'] as const).map((table) =>
 
 /** What operators read of usage, the upgrade's fold and retention: all on the background connection. */
 export function sqliteUsage({ background }: SqliteParts): UsageMethods {
-  /** The newest usage record's id when callersWrote last looked (undefined: never). */
-  let newestRecord: number | null | undefined;
   return {
     async usageSeries({ keyId, stepMs, from, to }) {
       const rows = await background().all<SummedRow & { at: number }>(
@@ -73,14 +71,12 @@ export function sqliteUsage({ background }: SqliteParts): UsageMethods {
       ]);
       return { totals: usageTotals(toSums(totals[0] ?? {})), recent: recent.map(toUsage) };
     },
-    async callersWrote() {
-      const [row] = await background().all<{ id: number | null }>({
-        sql: 'SELECT MAX(id) AS id FROM usage_records',
+    async newestUsageId() {
+      const [row] = await background().all<{ id: string | null }>({
+        sql: 'SELECT CAST(MAX(id) AS TEXT) AS id FROM usage_records',
         params: [],
       });
-      const wrote = newestRecord === undefined || row?.id !== newestRecord;
-      newestRecord = row?.id ?? null;
-      return wrote;
+      return row?.id ?? null;
     },
     async foldIntoRollups(limit) {
       const [progress] = await background().all<{ next: number; last: number }>({
