@@ -1,3 +1,6 @@
+import { once } from 'node:events';
+import { connect, type Socket } from 'node:net';
+import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../test/services.ts';
 import { connectPostgres } from './client.ts';
@@ -24,4 +27,59 @@ describe('the store’s PostgreSQL client', () => {
       await database.drop();
     }
   });
+
+  describe('postgres.js as patched, when a connection’s socket closes', () => {
+    it('fails a transaction whose connection closed, and the process lives on', async () => {
+      // postgres.js 3.4.9 defers a small write to the next turn of the event loop; on a connection
+      // whose socket had closed (here the transaction's next query, then its ROLLBACK) that
+      // deferred write threw where nothing could catch it and ended the gateway's process
+      // (upstream issues porsager/postgres#1154 and #1208). Vitest fails the run on such an error.
+      const { sql, sockets, drop } = await trackedClient();
+      try {
+        const transaction = sql.begin(async (tx) => {
+          await tx`SELECT 1`;
+          await closeFromOutside(sockets[0] as Socket);
+          await tx`SELECT 2`;
+        });
+        await expect(transaction).rejects.toMatchObject({ code: 'CONNECTION_CLOSED' });
+        expect(await sql`SELECT 3::int AS three`).toEqual([{ three: 3 }]);
+      } finally {
+        await drop();
+      }
+    });
+  });
 });
+
+/** A one-connection client on a new database whose sockets the test can reach. */
+async function trackedClient() {
+  const database = await createTestDatabase();
+  const target = new URL(database.url);
+  const sockets: Socket[] = [];
+  const sql = postgres(database.url, {
+    max: 1,
+    connect_timeout: 30,
+    backoff: 0.01,
+    onnotice: () => {},
+    socket: async () => {
+      const socket = connect(Number(target.port || 5432), target.hostname);
+      sockets.push(socket);
+      await once(socket, 'connect');
+      return socket;
+    },
+  });
+  return {
+    sql,
+    sockets,
+    drop: async () => {
+      await sql.end({ timeout: 1 });
+      await database.drop();
+    },
+  };
+}
+
+/** The server's end of the connection goes away; resolves once the client has seen its socket close. */
+async function closeFromOutside(socket: Socket) {
+  const gone = once(socket, 'close');
+  socket.destroy();
+  await gone;
+}

@@ -30,6 +30,13 @@ export interface PostgresClientOptions {
  * that many empty slots before its own rows: `getKey` read an empty first slot as "no such key",
  * and a batch of one step came back as 23 rows. `patches/postgres@3.4.9.patch` resets the counter
  * when the connection is ready for the next query; `client.test.ts` shows the failure without it.
+ *
+ * The same patch stops a lost connection from ending the process. postgres.js 3.4.9 defers a small
+ * write to the next turn of the event loop and then writes to whatever socket the connection has;
+ * a transaction whose connection closed under it still sends its next query and its ROLLBACK, and
+ * that deferred write met no socket and threw outside any caller (upstream issues
+ * porsager/postgres#1154 and #1208): a database restart or a network cut during a transaction
+ * crashed the gateway. Those queries now fail with CONNECTION_CLOSED, a storage failure (503).
  */
 export function connectPostgres(url: string, options: PostgresClientOptions): Sql {
   return postgres(url, {
