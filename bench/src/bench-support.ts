@@ -17,6 +17,13 @@ export async function createBenchKey(path: string): Promise<string> {
   return (await createBenchKeys(path, 1))[0] as string;
 }
 
+/** Three hard budgets (docs/budgets.md) with limits no bench request reaches: what checking and counting them costs. */
+export const THREE_BUDGETS: BudgetSpec[] = (['minute', 'hour', 'day'] as const).map((window) => ({
+  window,
+  limit: 100_000_000,
+  mode: 'hard' as const,
+}));
+
 /** `count` keys with ample credits in the SQLite file at `path` (or a PostgreSQL URL). */
 export async function createBenchKeys(
   path: string,

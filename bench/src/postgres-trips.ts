@@ -3,11 +3,12 @@
 // for BENCH_POSTGRES_SECONDS (8). Per request: the transactions PostgreSQL committed (each step
 // batch is one statement, so one round trip and one commit), the CPU of the gateway, of
 // PostgreSQL's processes and of Redis, and the time spent in each of the store's database
-// functions (`track_functions`, set on the bench's own database only).
+// functions (`track_functions`, set on the bench's own database only). BENCH_POSTGRES_BUDGETS=3:
+// the key has the three hard budgets of the bench's budget rows.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
-import { createBenchDatabase, createBenchKeys } from './bench-support.ts';
+import { createBenchDatabase, createBenchKeys, THREE_BUDGETS } from './bench-support.ts';
 import { measureLoad, type Target } from './load.ts';
 import { startProcess } from './processes.ts';
 import { BENCH_REQUEST } from './request.ts';
@@ -49,7 +50,8 @@ const name = new URL(database.url).pathname.slice(1);
 const admin = postgres(database.url, { max: 1, onnotice: () => {} });
 await admin.unsafe(`ALTER DATABASE ${name} SET track_functions = 'all'`);
 const upstream = await startProcess('stand-in upstream', 'bench/src/stand-in-upstream.ts');
-const [key] = await createBenchKeys(database.url, 1);
+const budgeted = process.env.BENCH_POSTGRES_BUDGETS === '3';
+const [key] = await createBenchKeys(database.url, 1, budgeted ? THREE_BUDGETS : undefined);
 const gateway = await startProcess('gateway (PostgreSQL)', 'apps/gateway/src/main.ts', {
   DATABASE_URL: database.url,
   REDIS_URL: process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
@@ -84,7 +86,9 @@ async function statistics(): Promise<{ commits: number; functions: Map<string, F
 
 try {
   await measureLoad(target, 16, 3); // warm-up
-  console.log(`REST gateway on PostgreSQL + Redis, one key, ${SECONDS} s a level\n`);
+  console.log(
+    `REST gateway on PostgreSQL + Redis, one key${budgeted ? ' with three hard budgets' : ''}, ${SECONDS} s a level\n`,
+  );
   let before = await statistics();
   for (const connections of LEVELS) {
     const postgresBefore = cpuSecondsOf('^postgres');

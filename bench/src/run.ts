@@ -4,7 +4,13 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGatewayClient } from '@decision-gateway/client';
 import { Pool } from 'undici';
-import { createBenchDatabase, createBenchKey, createBenchKeys, updateDocSection } from './bench-support.ts';
+import {
+  createBenchDatabase,
+  createBenchKey,
+  createBenchKeys,
+  THREE_BUDGETS,
+  updateDocSection,
+} from './bench-support.ts';
 import { type LoadResult, loadCount, measureLoad, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 import { BENCH_OPENAI_REQUEST, BENCH_REQUEST, benchPhoto } from './request.ts';
@@ -22,12 +28,6 @@ const SEQUENTIAL_REQUESTS = Number(process.env.BENCH_SEQUENTIAL_REQUESTS ?? 3000
 const LEAK_WARMUP_REQUESTS = Math.ceil(LEAK_REQUESTS / 5);
 /** The load spread over this many keys, in the "64 keys" rows. */
 const SPREAD_KEYS = 64;
-/** Three hard budgets no bench request reaches (docs/budgets.md). */
-const THREE_BUDGETS = (['minute', 'hour', 'day'] as const).map((window) => ({
-  window,
-  limit: 100_000_000,
-  mode: 'hard' as const,
-}));
 /**
  * BENCH_ONLY=name,name: measure only the targets whose names contain one of these (the baseline
  * relay always, for the ratios), and write nothing: for trying a change. Bars need every row.

@@ -24,6 +24,7 @@ describe('released migrations', () => {
       [6, 'dabc4627623777b6'],
       [7, 'c10be13dceafd623'],
       [8, '779d373aa659b13b'],
+      [9, 'ebdfa940b2b17233'],
     ]);
   });
 

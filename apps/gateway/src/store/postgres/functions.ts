@@ -124,6 +124,7 @@ DECLARE
   v_events jsonb := '[]'::jsonb;
   v_b record;
   v_room bigint;
+  v_budgeted boolean;
 BEGIN
   IF p_reservation IS NOT NULL THEN
     DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request
@@ -149,42 +150,46 @@ BEGIN
   END IF;
   SELECT k.credits_micro, k.project_id,
          (SELECT COALESCE(SUM(r.amount_micro), 0) FROM reservations r
-          WHERE r.key_id = p_key AND r.created_at >= p_stale_before)
-  INTO v_credits, v_project, v_held FROM api_keys k WHERE k.id = p_key;
+          WHERE r.key_id = p_key AND r.created_at >= p_stale_before),
+         EXISTS (SELECT 1 FROM budgets b WHERE b.holder = k.id OR b.holder = k.project_id)
+  INTO v_credits, v_project, v_held, v_budgeted FROM api_keys k WHERE k.id = p_key;
   -- Never more than the key can still cover beside other live holds; stale ones count nowhere.
   IF v_credits IS NOT NULL THEN
     v_debit := LEAST(v_debit, GREATEST(0, v_credits - v_held));
   END IF;
-  -- Nor than a hard budget can still take beside its holder's other live holds (docs/budgets.md).
-  FOR v_b IN SELECT b.holder, b.holder_kind, b.period, b.limit_micro, ${SPENT_NOW} AS spent
-             FROM budgets b WHERE ${BUDGETS_OF} AND b.mode = 'hard' LOOP
-    v_room := GREATEST(0, v_b.limit_micro - v_b.spent
-      - CASE WHEN v_b.holder_kind = 'key' THEN v_held ELSE dg_project_held(v_b.holder, p_stale_before) END);
-    IF v_debit > v_room THEN
-      v_events := v_events || jsonb_build_array(jsonb_build_object('kind', 'capped', 'holder', v_b.holder,
-        'holderKind', v_b.holder_kind, 'window', v_b.period, 'excess', v_debit - v_room));
-      v_debit := v_room;
-    END IF;
-  END LOOP;
-  IF v_debit > 0 THEN
-    -- A soft budget's spend crossing 80% or 100% of its limit (spend only grows within a window).
+  -- Budgets cost a settle half its time even when there are none to find (docs/scaling-out.md).
+  IF v_budgeted THEN
+    -- Nor than a hard budget can still take beside its holder's other live holds (docs/budgets.md).
     FOR v_b IN SELECT b.holder, b.holder_kind, b.period, b.limit_micro, ${SPENT_NOW} AS spent
-               FROM budgets b WHERE ${BUDGETS_OF} AND b.mode = 'soft' LOOP
-      IF v_b.spent * 5 < v_b.limit_micro * 4 AND (v_b.spent + v_debit) * 5 >= v_b.limit_micro * 4 THEN
-        v_events := v_events || jsonb_build_array(jsonb_build_object('kind', 'crossing', 'holder', v_b.holder,
-          'holderKind', v_b.holder_kind, 'window', v_b.period, 'threshold', 0.8));
-      END IF;
-      IF v_b.spent < v_b.limit_micro AND v_b.spent + v_debit >= v_b.limit_micro THEN
-        v_events := v_events || jsonb_build_array(jsonb_build_object('kind', 'crossing', 'holder', v_b.holder,
-          'holderKind', v_b.holder_kind, 'window', v_b.period, 'threshold', 1));
+               FROM budgets b WHERE ${BUDGETS_OF} AND b.mode = 'hard' LOOP
+      v_room := GREATEST(0, v_b.limit_micro - v_b.spent
+        - CASE WHEN v_b.holder_kind = 'key' THEN v_held ELSE dg_project_held(v_b.holder, p_stale_before) END);
+      IF v_debit > v_room THEN
+        v_events := v_events || jsonb_build_array(jsonb_build_object('kind', 'capped', 'holder', v_b.holder,
+          'holderKind', v_b.holder_kind, 'window', v_b.period, 'excess', v_debit - v_room));
+        v_debit := v_room;
       END IF;
     END LOOP;
-    -- Every budget's window counts the debit: a later window starts again from it.
-    UPDATE budgets b SET
-      spent_micro = CASE WHEN b.window_start = (p_starts->>b.period)::bigint THEN b.spent_micro + v_debit
-                         WHEN b.window_start < (p_starts->>b.period)::bigint THEN v_debit ELSE b.spent_micro END,
-      window_start = GREATEST(b.window_start, (p_starts->>b.period)::bigint)
-    WHERE ${BUDGETS_OF};
+    IF v_debit > 0 THEN
+      -- A soft budget's spend crossing 80% or 100% of its limit (spend only grows within a window).
+      FOR v_b IN SELECT b.holder, b.holder_kind, b.period, b.limit_micro, ${SPENT_NOW} AS spent
+                 FROM budgets b WHERE ${BUDGETS_OF} AND b.mode = 'soft' LOOP
+        IF v_b.spent * 5 < v_b.limit_micro * 4 AND (v_b.spent + v_debit) * 5 >= v_b.limit_micro * 4 THEN
+          v_events := v_events || jsonb_build_array(jsonb_build_object('kind', 'crossing', 'holder', v_b.holder,
+            'holderKind', v_b.holder_kind, 'window', v_b.period, 'threshold', 0.8));
+        END IF;
+        IF v_b.spent < v_b.limit_micro AND v_b.spent + v_debit >= v_b.limit_micro THEN
+          v_events := v_events || jsonb_build_array(jsonb_build_object('kind', 'crossing', 'holder', v_b.holder,
+            'holderKind', v_b.holder_kind, 'window', v_b.period, 'threshold', 1));
+        END IF;
+      END LOOP;
+      -- Every budget's window counts the debit: a later window starts again from it.
+      UPDATE budgets b SET
+        spent_micro = CASE WHEN b.window_start = (p_starts->>b.period)::bigint THEN b.spent_micro + v_debit
+                           WHEN b.window_start < (p_starts->>b.period)::bigint THEN v_debit ELSE b.spent_micro END,
+        window_start = GREATEST(b.window_start, (p_starts->>b.period)::bigint)
+      WHERE ${BUDGETS_OF};
+    END IF;
   END IF;
   WITH debited AS (
     UPDATE api_keys SET credits_micro = credits_micro - v_debit, last_used_at = p_at WHERE id = p_key)

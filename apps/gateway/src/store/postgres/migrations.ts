@@ -396,7 +396,7 @@ ${FUNCTIONS.dg_project_held}
 
 ${FUNCTIONS.dg_step_reserve}
 
-${FUNCTIONS.dg_step_settle}
+${settleOfMigration7()}
 
 ${FUNCTIONS.dg_step_release}
 
@@ -412,4 +412,105 @@ ${FUNCTIONS.dg_apply}
       ${learningTables('postgres')}
     `,
   },
+  {
+    version: 9,
+    name: 'a settle skips the budget checks of a key and project that have none',
+    // The two budget loops and the spend update cost a settle about half its time in PostgreSQL
+    // even with no budget to find (docs/scaling-out.md); one EXISTS, read with the key, skips them.
+    sql: `
+${FUNCTIONS.dg_step_settle}
+    `,
+  },
 ];
+
+/** `dg_step_settle` as migration 7 released it, word for word (migrations.test.ts pins it). */
+function settleOfMigration7(): string {
+  return `CREATE OR REPLACE FUNCTION dg_step_settle(
+  p_reservation bigint, p_request text, p_key text, p_cost bigint, p_stale_before bigint,
+  p_input integer, p_output integer, p_questions integer, p_status integer, p_elapsed integer, p_at bigint,
+  p_route text, p_upstream text, p_cached boolean, p_token text, p_subject text, p_starts jsonb)
+RETURNS TABLE (debit bigint, events jsonb)
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_credits bigint;
+  v_project text;
+  v_held bigint;
+  v_debit bigint := p_cost;
+  v_token_left bigint;
+  v_reserved bigint;
+  v_recorded bigint;
+  v_events jsonb := '[]'::jsonb;
+  v_b record;
+  v_room bigint;
+BEGIN
+  IF p_reservation IS NOT NULL THEN
+    DELETE FROM reservations r WHERE r.id = p_reservation AND r.request_id = p_request
+    RETURNING r.amount_micro INTO v_reserved;
+  END IF;
+  -- A hold still there means no settle or release has run for the request; without one
+  -- (an unlimited key, a retry, a hold swept as stale) the usage records say.
+  IF v_reserved IS NULL THEN
+    SELECT u.credits_micro INTO v_recorded FROM usage_records u WHERE u.request_id = p_request AND u.key_id = p_key;
+    IF FOUND THEN
+      RETURN QUERY SELECT v_recorded, v_events;
+      RETURN;
+    END IF;
+  ELSE
+    -- Never more than was reserved (docs/http-api.md#credits).
+    v_debit := LEAST(v_debit, v_reserved);
+  END IF;
+  IF p_token IS NOT NULL THEN
+    v_token_left := dg_token_left(p_token, p_stale_before);
+    IF v_token_left IS NOT NULL THEN
+      v_debit := LEAST(v_debit, GREATEST(0, v_token_left));
+    END IF;
+  END IF;
+  SELECT k.credits_micro, k.project_id,
+         (SELECT COALESCE(SUM(r.amount_micro), 0) FROM reservations r
+          WHERE r.key_id = p_key AND r.created_at >= p_stale_before)
+  INTO v_credits, v_project, v_held FROM api_keys k WHERE k.id = p_key;
+  -- Never more than the key can still cover beside other live holds; stale ones count nowhere.
+  IF v_credits IS NOT NULL THEN
+    v_debit := LEAST(v_debit, GREATEST(0, v_credits - v_held));
+  END IF;
+  -- Nor than a hard budget can still take beside its holder's other live holds (docs/budgets.md).
+  FOR v_b IN SELECT b.holder, b.holder_kind, b.period, b.limit_micro, CASE WHEN b.window_start = (p_starts->>b.period)::bigint THEN b.spent_micro ELSE 0 END AS spent
+             FROM budgets b WHERE (b.holder = p_key OR b.holder = v_project) AND b.mode = 'hard' LOOP
+    v_room := GREATEST(0, v_b.limit_micro - v_b.spent
+      - CASE WHEN v_b.holder_kind = 'key' THEN v_held ELSE dg_project_held(v_b.holder, p_stale_before) END);
+    IF v_debit > v_room THEN
+      v_events := v_events || jsonb_build_array(jsonb_build_object('kind', 'capped', 'holder', v_b.holder,
+        'holderKind', v_b.holder_kind, 'window', v_b.period, 'excess', v_debit - v_room));
+      v_debit := v_room;
+    END IF;
+  END LOOP;
+  IF v_debit > 0 THEN
+    -- A soft budget's spend crossing 80% or 100% of its limit (spend only grows within a window).
+    FOR v_b IN SELECT b.holder, b.holder_kind, b.period, b.limit_micro, CASE WHEN b.window_start = (p_starts->>b.period)::bigint THEN b.spent_micro ELSE 0 END AS spent
+               FROM budgets b WHERE (b.holder = p_key OR b.holder = v_project) AND b.mode = 'soft' LOOP
+      IF v_b.spent * 5 < v_b.limit_micro * 4 AND (v_b.spent + v_debit) * 5 >= v_b.limit_micro * 4 THEN
+        v_events := v_events || jsonb_build_array(jsonb_build_object('kind', 'crossing', 'holder', v_b.holder,
+          'holderKind', v_b.holder_kind, 'window', v_b.period, 'threshold', 0.8));
+      END IF;
+      IF v_b.spent < v_b.limit_micro AND v_b.spent + v_debit >= v_b.limit_micro THEN
+        v_events := v_events || jsonb_build_array(jsonb_build_object('kind', 'crossing', 'holder', v_b.holder,
+          'holderKind', v_b.holder_kind, 'window', v_b.period, 'threshold', 1));
+      END IF;
+    END LOOP;
+    -- Every budget's window counts the debit: a later window starts again from it.
+    UPDATE budgets b SET
+      spent_micro = CASE WHEN b.window_start = (p_starts->>b.period)::bigint THEN b.spent_micro + v_debit
+                         WHEN b.window_start < (p_starts->>b.period)::bigint THEN v_debit ELSE b.spent_micro END,
+      window_start = GREATEST(b.window_start, (p_starts->>b.period)::bigint)
+    WHERE (b.holder = p_key OR b.holder = v_project);
+  END IF;
+  WITH debited AS (
+    UPDATE api_keys SET credits_micro = credits_micro - v_debit, last_used_at = p_at WHERE id = p_key)
+  INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions, status,
+                             elapsed_ms, at, route, upstream, cached, token_id, subject)
+  VALUES (p_request, p_key, v_debit, p_input, p_output, p_questions, p_status, p_elapsed, p_at,
+          p_route, p_upstream, p_cached, p_token, p_subject);
+  RETURN QUERY SELECT v_debit, v_events;
+END
+$fn$;`;
+}
