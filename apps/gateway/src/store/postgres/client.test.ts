@@ -58,7 +58,7 @@ async function trackedClient() {
   const sql = postgres(database.url, {
     max: 1,
     connect_timeout: 30,
-    backoff: 0.01,
+    backoff: () => 0.01,
     onnotice: () => {},
     socket: async () => {
       const socket = connect(Number(target.port || 5432), target.hostname);
