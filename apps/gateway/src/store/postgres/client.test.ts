@@ -55,7 +55,8 @@ async function trackedClient() {
   const database = await createTestDatabase();
   const target = new URL(database.url);
   const sockets: Socket[] = [];
-  const sql = postgres(database.url, {
+  // postgres.js takes a `socket` factory (its README) that its types do not declare.
+  const options = {
     max: 1,
     connect_timeout: 30,
     backoff: () => 0.01,
@@ -66,7 +67,8 @@ async function trackedClient() {
       await once(socket, 'connect');
       return socket;
     },
-  });
+  };
+  const sql = postgres(database.url, options);
   return {
     sql,
     sockets,
