@@ -25,6 +25,7 @@ describe('released migrations', () => {
       [7, 'c10be13dceafd623'],
       [8, '779d373aa659b13b'],
       [9, 'ebdfa940b2b17233'],
+      [10, 'a15e363c805b6b58'],
     ]);
   });
 

@@ -254,9 +254,11 @@ $fn$;`,
   // after its deadline does nothing and says 'late'. Settles and releases keep their decisions.
   // Locks: the keys of the batch, then their projects, each in id order, so batches from any
   // number of instances never deadlock (a project's budgets are shared by its keys).
-  dg_apply: `CREATE FUNCTION dg_apply(p_steps jsonb)
+  // Generic plans for everything it runs, the steps and triggers included: left to choose,
+  // PostgreSQL planned the budget statements anew at every call, for plans no better.
+  dg_apply: `CREATE OR REPLACE FUNCTION dg_apply(p_steps jsonb)
       RETURNS TABLE (step integer, granted boolean, reservation bigint, available bigint, debit bigint, refused text, events jsonb)
-      LANGUAGE plpgsql VOLATILE AS $fn$
+      LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
       DECLARE
         v_step jsonb;
         v_i integer;

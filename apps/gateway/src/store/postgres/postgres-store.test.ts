@@ -62,12 +62,21 @@ describe('PostgreSQL store', () => {
     const sql = postgres(database.url, { max: 1, onnotice: () => {} });
     try {
       await migratePostgres(sql as never);
-      const rows = await sql<{ proname: string; prosrc: string }[]>`
-        SELECT proname, prosrc FROM pg_proc WHERE proname LIKE 'dg\_%' ORDER BY proname`;
-      const inDatabase = Object.fromEntries(rows.map((row) => [row.proname, row.prosrc]));
-      // Each definition's body is what lies between its $fn$ quotes.
+      const rows = await sql<{ proname: string; prosrc: string; proconfig: string[] | null }[]>`
+        SELECT proname, prosrc, proconfig FROM pg_proc WHERE proname LIKE 'dg\_%' ORDER BY proname`;
+      const inDatabase = Object.fromEntries(
+        rows.map((row) => [row.proname, { body: row.prosrc, settings: row.proconfig ?? [] }]),
+      );
+      // Each definition's body is what lies between its $fn$ quotes; its settings, the SET
+      // clauses before them.
       const current = Object.fromEntries(
-        Object.entries(FUNCTIONS).map(([name, definition]) => [name, definition.split('$fn$')[1]]),
+        Object.entries(FUNCTIONS).map(([name, definition]) => {
+          const [head, body] = definition.split('$fn$');
+          const settings = [...(head ?? '').matchAll(/\bSET (\w+) = (\w+)/g)].map(
+            ([, key, value]) => `${key}=${value}`,
+          );
+          return [name, { body, settings }];
+        }),
       );
       expect(inDatabase).toEqual(current);
     } finally {
