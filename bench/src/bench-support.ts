@@ -17,6 +17,24 @@ export async function createBenchKey(path: string): Promise<string> {
   return (await createBenchKeys(path, 1))[0] as string;
 }
 
+/**
+ * The environment of a REST gateway on PostgreSQL with Redis rate limits (docs/scaling-out.md),
+ * asking the stand-in upstream at `upstreamUrl`: a limit high enough never to refuse, so the Redis
+ * script runs on every request as in production.
+ */
+export function postgresGatewayEnv(databaseUrl: string, upstreamUrl: string): Record<string, string> {
+  return {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    REDIS_KEY_PREFIX: `dg-bench-${process.pid}:`,
+    RATE_LIMIT_PER_MINUTE: '100000000',
+    UPSTREAM: 'systemone',
+    UPSTREAM_BASE_URL: upstreamUrl,
+    LOG_LEVEL: 'info',
+    PORT: '0',
+  };
+}
+
 /** Three hard budgets (docs/budgets.md) with limits no bench request reaches: what checking and counting them costs. */
 export const THREE_BUDGETS: BudgetSpec[] = (['minute', 'hour', 'day'] as const).map((window) => ({
   window,

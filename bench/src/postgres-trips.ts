@@ -8,7 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
-import { createBenchDatabase, createBenchKeys, THREE_BUDGETS } from './bench-support.ts';
+import { createBenchDatabase, createBenchKeys, postgresGatewayEnv, THREE_BUDGETS } from './bench-support.ts';
 import { measureLoad, type Target } from './load.ts';
 import { startProcess } from './processes.ts';
 import { BENCH_REQUEST } from './request.ts';
@@ -52,16 +52,11 @@ await admin.unsafe(`ALTER DATABASE ${name} SET track_functions = 'all'`);
 const upstream = await startProcess('stand-in upstream', 'bench/src/stand-in-upstream.ts');
 const budgeted = process.env.BENCH_POSTGRES_BUDGETS === '3';
 const [key] = await createBenchKeys(database.url, 1, budgeted ? THREE_BUDGETS : undefined);
-const gateway = await startProcess('gateway (PostgreSQL)', 'apps/gateway/src/main.ts', {
-  DATABASE_URL: database.url,
-  REDIS_URL: process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
-  REDIS_KEY_PREFIX: `dg-bench-${process.pid}:`,
-  RATE_LIMIT_PER_MINUTE: '100000000',
-  UPSTREAM: 'systemone',
-  UPSTREAM_BASE_URL: upstream.url,
-  LOG_LEVEL: 'info',
-  PORT: '0',
-});
+const gateway = await startProcess(
+  'gateway (PostgreSQL)',
+  'apps/gateway/src/main.ts',
+  postgresGatewayEnv(database.url, upstream.url),
+);
 const target: Target = {
   name: 'gateway PG+Redis',
   server: gateway,

@@ -8,6 +8,7 @@ import {
   createBenchDatabase,
   createBenchKey,
   createBenchKeys,
+  postgresGatewayEnv,
   THREE_BUDGETS,
   updateDocSection,
 } from './bench-support.ts';
@@ -236,19 +237,10 @@ async function main() {
       UPSTREAM_BASE_URL: upstream.url,
       CACHE_TTL_SECONDS: '3600',
     });
-    // The multi-instance store: PostgreSQL with Redis rate limits (a limit high enough never to
-    // refuse, so the Redis script runs on every request as in production).
+    // The multi-instance store: PostgreSQL with Redis rate limits.
     const [pgKey, ...pgKeys] = await createBenchKeys(database.url, 1 + SPREAD_KEYS);
     const [pgBudgetedKey] = await createBenchKeys(database.url, 1, THREE_BUDGETS);
-    const pgEnv = {
-      ...gatewayEnv,
-      DATABASE_URL: database.url,
-      REDIS_URL: process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
-      REDIS_KEY_PREFIX: `dg-bench-${process.pid}:`,
-      RATE_LIMIT_PER_MINUTE: '100000000',
-      UPSTREAM: 'systemone',
-      UPSTREAM_BASE_URL: upstream.url,
-    };
+    const pgEnv = postgresGatewayEnv(database.url, upstream.url);
     const pgGateway = await started('gateway (PostgreSQL)', 'apps/gateway/src/main.ts', pgEnv);
     const pgSecond = await started('gateway (PostgreSQL, 2nd)', 'apps/gateway/src/main.ts', pgEnv);
     const pgAuth = { authorization: `Bearer ${pgKey}` };
