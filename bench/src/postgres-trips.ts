@@ -6,37 +6,31 @@
 // functions (`track_functions`, set on the bench's own database only). BENCH_POSTGRES_BUDGETS=3:
 // the key has the three hard budgets of the bench's budget rows.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
 import { createBenchDatabase, createBenchKeys, postgresGatewayEnv, THREE_BUDGETS } from './bench-support.ts';
 import { measureLoad, type Target } from './load.ts';
-import { startProcess } from './processes.ts';
+import { cpuSecondsOfPid, startProcess } from './processes.ts';
 import { BENCH_REQUEST } from './request.ts';
 
 const LEVELS = (process.env.BENCH_POSTGRES_CONNECTIONS ?? '1,8,64,256').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_POSTGRES_SECONDS ?? 8);
-/** USER_HZ, the unit of /proc CPU times. */
-const TICKS = 100;
-
 /** CPU seconds used so far by every process whose command line matches `pattern` (pgrep -f). */
 function cpuSecondsOf(pattern: string): number {
-  let ticks = 0;
   let pids: string[] = [];
   try {
     pids = execFileSync('pgrep', ['-f', pattern]).toString().split(/\s+/).filter(Boolean);
   } catch {
     // pgrep exits 1 when nothing matches.
   }
+  let seconds = 0;
   for (const pid of pids) {
     try {
-      // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-      ticks += Number(fields[11]) + Number(fields[12]);
+      seconds += cpuSecondsOfPid(pid);
     } catch {
       // The process ended between pgrep and the read.
     }
   }
-  return ticks / TICKS;
+  return seconds;
 }
 
 interface FunctionTimes {

@@ -24,6 +24,13 @@ export function gatewayNodeFlags(checkout: string = repoRoot): string[] {
   return flags?.trim().split(/\s+/).filter(Boolean) ?? [];
 }
 
+/** CPU time (user + system) process `pid` has used so far, in seconds (Linux /proc). */
+export function cpuSecondsOfPid(pid: number | string): number {
+  // Fields 14 and 15 of /proc/<pid>/stat (utime, stime), counted after the command name.
+  const fields = (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
 export interface Running {
   name: string;
   url: string;
@@ -93,9 +100,7 @@ export async function startProcess(
       return kb * 1024;
     },
     cpuSeconds() {
-      // Fields 14 and 15 of /proc/<pid>/stat (utime, stime), counted after the command name.
-      const fields = (readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
-      return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+      return cpuSecondsOfPid(child.pid as number);
     },
     async stop() {
       if (child.exitCode !== null) return;
