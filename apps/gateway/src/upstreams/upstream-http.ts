@@ -117,7 +117,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
 
   async function attempt(
     path: string,
-    payload: string,
+    payload: Buffer,
     deadlineAt: number,
     span: ClientSpan | undefined,
     sent: Record<string, string>,
@@ -165,7 +165,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
     }
   }
 
-  async function exchange(path: string, payload: string, call: CallContext): Promise<Ending> {
+  async function exchange(path: string, payload: Buffer, call: CallContext): Promise<Ending> {
     let last: Ending = { kind: 'deadline' };
     const sent = call.headers === undefined ? headers : { ...headers, ...call.headers };
     for (let n = 0; n <= options.maxRetries; n++) {
@@ -284,7 +284,10 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
 
   return {
     async postJson(path: string, payload: unknown, call: CallContext): Promise<HttpResult> {
-      const ending = await exchange(path, JSON.stringify(payload), call);
+      // The bytes once, kept for retries: a string body would be held while the upstream thinks and
+      // copied to bytes again by every attempt (docs/performance.md: what a request holds is what
+      // each scavenge copies).
+      const ending = await exchange(path, Buffer.from(JSON.stringify(payload)), call);
       const result = toResult(ending);
       if (!result.ok) {
         const upstreamRequestId = 'upstreamRequestId' in ending ? ending.upstreamRequestId : undefined;
