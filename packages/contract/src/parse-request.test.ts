@@ -130,6 +130,16 @@ describe('parseEvaluationRequest: boundaries', () => {
     expect(deep.message).toBe('the body nests deeper than 64 levels');
   });
 
+  it('finds the deepest branch wherever it is, and counts members only', () => {
+    expect(nestingDepth({ a: [1], b: { c: { d: [] } }, e: 'x' }, LIMITS.maxDepth)).toBe(4);
+    expect(nestingDepth([[], [[[]]], {}], LIMITS.maxDepth)).toBe(4);
+    expect(nestingDepth({ a: null, b: [null, 'x', 2] }, LIMITS.maxDepth)).toBe(2);
+    expect(nestingDepth('leaf', LIMITS.maxDepth)).toBe(0);
+    // What an object inherits is not its member.
+    const inherited = Object.create({ deep: [[[[]]]] }) as object;
+    expect(nestingDepth({ only: inherited }, LIMITS.maxDepth)).toBe(2);
+  });
+
   it('handles very deep nesting without recursion', () => {
     let value: unknown = 'leaf';
     for (let i = 0; i < 200_000; i++) value = [value];

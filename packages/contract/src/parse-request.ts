@@ -45,19 +45,37 @@ export function decodeJsonBody(body: Uint8Array | undefined): Parsed<unknown> {
 
 /**
  * How deeply `value` nests, counting `value` itself as level 1, or `limit + 1` as soon as it is
- * deeper than `limit`. Iterative with an explicit stack: caller data never drives recursion.
+ * deeper than `limit`. Iterative with an explicit stack: caller data never drives recursion. The
+ * stack is two arrays (nodes, their depths) and an object's members are read in place: this walks
+ * every request, and an object or array made per node would be garbage per node.
  */
 export function nestingDepth(value: unknown, limit: number): number {
+  if (typeof value !== 'object' || value === null) return 0;
+  const nodes: object[] = [value];
+  const depths: number[] = [1];
   let deepest = 0;
-  const stack: { node: unknown; depth: number }[] = [{ node: value, depth: 1 }];
-  while (stack.length > 0) {
-    const { node, depth } = stack.pop() as { node: unknown; depth: number };
-    if (typeof node !== 'object' || node === null) continue;
-    if (depth > deepest) deepest = depth;
-    if (deepest > limit) return limit + 1;
-    const children = Array.isArray(node) ? node : Object.values(node);
-    for (const child of children) {
-      if (typeof child === 'object' && child !== null) stack.push({ node: child, depth: depth + 1 });
+  while (nodes.length > 0) {
+    const node = nodes.pop() as Record<string, unknown>;
+    const depth = depths.pop() as number;
+    if (depth > deepest) {
+      deepest = depth;
+      if (deepest > limit) return limit + 1;
+    }
+    if (Array.isArray(node)) {
+      for (const child of node)
+        if (typeof child === 'object' && child !== null) {
+          nodes.push(child);
+          depths.push(depth + 1);
+        }
+      continue;
+    }
+    for (const key in node) {
+      if (!Object.hasOwn(node, key)) continue;
+      const child = node[key];
+      if (typeof child === 'object' && child !== null) {
+        nodes.push(child);
+        depths.push(depth + 1);
+      }
     }
   }
   return deepest;
