@@ -128,6 +128,23 @@ describe('checkAnswers', () => {
     expect(reasonOf(mutate(good()))).toBe(reason);
   });
 
+  it('keeps a choice labelled __proto__ as an ordinary key of its probabilities', () => {
+    const questions: Questions = JSON.parse(
+      '{"q":{"type":"choice","criteria":{"__proto__":"the first","other":"the second"}}}',
+    );
+    const checked = checkAnswers(
+      questions,
+      JSON.parse(
+        '{"q":{"type":"choice","choice":"__proto__","probabilities":{"__proto__":0.75,"other":0.25}}}',
+      ),
+    );
+    if (!checked.ok) throw new Error(checked.reason);
+    const answer = checked.value.q as { probabilities: Record<string, number> };
+    expect(Object.keys(answer.probabilities)).toEqual(['__proto__', 'other']);
+    expect(Object.getPrototypeOf(answer.probabilities)).toBe(Object.prototype);
+    expect(JSON.stringify(answer.probabilities)).toBe('{"__proto__":0.75,"other":0.25}');
+  });
+
   it('answers a __proto__ ID as an ordinary key', () => {
     const proto: Questions = JSON.parse('{"__proto__":{"type":"noul","instructions":"x"}}');
     const checked = checkAnswers(proto, JSON.parse('{"__proto__":{"type":"noul","noul":0.25}}'));

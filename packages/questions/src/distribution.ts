@@ -72,3 +72,36 @@ export function scoreConfidence(probabilities: readonly number[]): number {
 export function probability(p: number): string {
   return p.toFixed(2);
 }
+
+/**
+ * `{[keys[i]]: values[i]}`, written key by key: every checked answer builds its probabilities this
+ * way, and `Object.fromEntries` over mapped pairs made an array per key first. A label such as
+ * "__proto__" stays an ordinary own key, as with `fromEntries` (assigning it would set the prototype).
+ */
+export function keyed<T>(keys: readonly string[], values: readonly T[]): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    if (key === '__proto__')
+      Object.defineProperty(out, key, {
+        value: values[i],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    else out[key] = values[i] as T;
+  }
+  return out;
+}
+
+const LEVEL_NAMES: (readonly string[])[] = [];
+
+/** A score question's level names for `n` levels ("0", "1", …), made once per `n`. */
+export function levelNames(n: number): readonly string[] {
+  let names = LEVEL_NAMES[n];
+  if (names === undefined) {
+    names = Array.from({ length: n }, (_, i) => String(i));
+    LEVEL_NAMES[n] = names;
+  }
+  return names;
+}

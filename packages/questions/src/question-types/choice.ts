@@ -1,5 +1,5 @@
 import type { ChoiceAnswer, ChoiceQuestion, Truth } from '@decision-gateway/contract';
-import { argmax, choiceConfidence, normalize, probability } from '../distribution.ts';
+import { argmax, choiceConfidence, keyed, normalize, probability } from '../distribution.ts';
 import { checkConfidence, checkDistribution, fail } from '../distribution-checks.ts';
 import { bm25Scores } from '../lexical/bm25.ts';
 import { terms } from '../lexical/terms.ts';
@@ -65,7 +65,7 @@ export const choice: QuestionBehaviour<'choice'> = {
         type: 'choice',
         choice: raw.choice,
         confidence: confidence.value,
-        probabilities: Object.fromEntries(labels.map((label, i) => [label, p.value[i] as number])),
+        probabilities: keyed(labels, p.value),
       },
     };
   },

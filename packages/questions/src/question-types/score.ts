@@ -1,5 +1,13 @@
 import type { ScoreAnswer, ScoreQuestion } from '@decision-gateway/contract';
-import { argmax, expectedScore, normalize, probability, scoreConfidence } from '../distribution.ts';
+import {
+  argmax,
+  expectedScore,
+  keyed,
+  levelNames,
+  normalize,
+  probability,
+  scoreConfidence,
+} from '../distribution.ts';
 import { checkConfidence, checkDistribution, fail } from '../distribution-checks.ts';
 import { bm25Scores } from '../lexical/bm25.ts';
 import { terms } from '../lexical/terms.ts';
@@ -9,7 +17,7 @@ import { scoreOneOf } from './one-of-options.ts';
 
 /** `{"0": description of level 0, …}` as sent. */
 export function scoreLegend(question: ScoreQuestion): ScoreAnswer['legend'] {
-  return Object.fromEntries(question.criteria.map((description, i) => [String(i), description]));
+  return keyed(levelNames(question.criteria.length), question.criteria);
 }
 
 /** A score answer from one weight per level (lowest level first); the weights are renormalised. */
@@ -20,7 +28,7 @@ export function scoreFromWeights(question: ScoreQuestion, weights: readonly numb
     score: expectedScore(p),
     confidence: scoreConfidence(p),
     legend: scoreLegend(question),
-    probabilities: Object.fromEntries(p.map((pi, i) => [String(i), pi])),
+    probabilities: keyed(levelNames(p.length), p),
   };
 }
 
@@ -49,7 +57,7 @@ export const score: QuestionBehaviour<'score'> = {
 
   check(question, raw, tolerance) {
     const n = question.criteria.length;
-    const levels = Array.from({ length: n }, (_, i) => String(i));
+    const levels = levelNames(n);
     const p = checkDistribution(raw.probabilities, levels, 'level', tolerance);
     if (!p.ok) return p;
     if (typeof raw.score !== 'number' || !(raw.score >= 0 && raw.score <= n - 1)) {
@@ -64,7 +72,7 @@ export const score: QuestionBehaviour<'score'> = {
         score: raw.score,
         confidence: confidence.value,
         legend: scoreLegend(question),
-        probabilities: Object.fromEntries(levels.map((level, i) => [level, p.value[i] as number])),
+        probabilities: keyed(levels, p.value),
       },
     };
   },
