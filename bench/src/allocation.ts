@@ -1,9 +1,10 @@
 // pnpm bench:alloc: what a request costs the garbage collector, from V8's own GC trace. Unlike
-// req/s and CPU time, these counts do not depend on how fast or how busy the machine is: the same
-// code allocates the same bytes a request, so a change to the request path shows here at once.
-// The REST gateway (systemone upstream, SQLite, a real key) runs with `--trace-gc-nvp` at c=64 on
-// an upstream that answers at once, and at c=256 on one that answers after 100 ms, where each
-// request lives through scavenges and what it holds is copied, then promoted to the old space.
+// req/s and CPU time, the bytes allocated a request do not depend on how fast or how busy the
+// machine is, so a change to the request path shows here at once. The REST gateway (systemone
+// upstream, SQLite, a real key) runs with `--trace-gc-nvp` at c=64 on an upstream that answers at
+// once, and at c=256 on one that answers after 100 ms, where each request lives through scavenges
+// and what it holds is copied, then promoted to the old space (how many scavenges a request sees
+// depends on throughput, so those two columns move between runs: compare them over several).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
