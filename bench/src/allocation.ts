@@ -9,9 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBenchKey, updateDocSection } from './bench-support.ts';
-import { loadCount, type Target } from './load.ts';
+import { loadCount, restTarget } from './load.ts';
 import { type Running, startProcess } from './processes.ts';
-import { BENCH_REQUEST } from './request.ts';
 
 /** Requests measured a row, in BLOCKS blocks; each figure a request is the median block's. */
 const REQUESTS = Number(process.env.BENCH_ALLOC_REQUESTS ?? 30_000);
@@ -96,13 +95,7 @@ async function measure(scenario: (typeof SCENARIOS)[number], dir: string): Promi
     gateway.child.stdout?.on('data', (chunk: Buffer) => {
       trace += chunk.toString();
     });
-    const target: Target = {
-      name: 'gateway REST',
-      server: gateway,
-      url: `${gateway.url}/v1/systemone`,
-      headers: { authorization: `Bearer ${apiKey}` },
-      body: JSON.stringify(BENCH_REQUEST),
-    };
+    const target = restTarget('gateway REST', gateway, apiKey);
     if ((await loadCount(target, scenario.connections, WARMUP_REQUESTS)) > 0)
       throw new Error(`requests failed while warming up (${scenario.name})`);
     // In blocks, each summed on its own: a block where the gateway's own timers (maintenance,

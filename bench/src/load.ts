@@ -1,5 +1,6 @@
 import autocannon from 'autocannon';
 import type { Running } from './processes.ts';
+import { BENCH_REQUEST } from './request.ts';
 
 /** An endpoint under load, and the process serving it (whose CPU time is counted). */
 export interface Target {
@@ -15,6 +16,17 @@ export interface Target {
   keys?: string[];
   /** A body made anew for each request, where each must differ (an MCP tool call's JSON-RPC id). */
   eachBody?: () => string;
+}
+
+/** `POST /v1/systemone` of a gateway (or relay) with the bench's request, as `apiKey`'s caller if given. */
+export function restTarget(name: string, server: Running, apiKey?: string): Target {
+  return {
+    name,
+    server,
+    url: `${server.url}/v1/systemone`,
+    headers: apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify(BENCH_REQUEST),
+  };
 }
 
 export interface LoadResult {

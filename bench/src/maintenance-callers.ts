@@ -10,9 +10,8 @@ import { join } from 'node:path';
 import { migratePostgres, migrateSqlite } from '@decision-gateway/gateway';
 import Database from 'better-sqlite3';
 import { createBenchDatabase, createBenchKey, onPostgres } from './bench-support.ts';
-import { measureLoad } from './load.ts';
+import { measureLoad, restTarget } from './load.ts';
 import { startProcess } from './processes.ts';
-import { BENCH_REQUEST } from './request.ts';
 
 const RECORDS = Number(process.env.BENCH_MAINTENANCE_RECORDS ?? 2_000_000);
 /** BENCH_MAINTENANCE_CALLERS=0: nobody calls, and the pass alone is timed. */
@@ -98,13 +97,7 @@ async function measure(store: string) {
     gateway.child.stdout?.on('data', (chunk: Buffer) => {
       if (chunk.toString().includes('usage maintenance')) passDone = true;
     });
-    const target = {
-      name: 'gateway',
-      server: gateway,
-      url: `${gateway.url}/v1/systemone`,
-      headers: { authorization: `Bearer ${key}` },
-      body: JSON.stringify(BENCH_REQUEST),
-    };
+    const target = restTarget('gateway', gateway, key);
     try {
       if (CALLERS === 0) {
         const started = performance.now();

@@ -8,9 +8,8 @@
 import { execFileSync } from 'node:child_process';
 import postgres from 'postgres';
 import { createBenchDatabase, createBenchKeys, postgresGatewayEnv, THREE_BUDGETS } from './bench-support.ts';
-import { measureLoad, type Target } from './load.ts';
+import { measureLoad, restTarget } from './load.ts';
 import { cpuSecondsOfPid, startProcess } from './processes.ts';
-import { BENCH_REQUEST } from './request.ts';
 
 const LEVELS = (process.env.BENCH_POSTGRES_CONNECTIONS ?? '1,8,64,256').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_POSTGRES_SECONDS ?? 8);
@@ -51,13 +50,7 @@ const gateway = await startProcess(
   'apps/gateway/src/main.ts',
   postgresGatewayEnv(database.url, upstream.url),
 );
-const target: Target = {
-  name: 'gateway PG+Redis',
-  server: gateway,
-  url: `${gateway.url}/v1/systemone`,
-  headers: { authorization: `Bearer ${key}` },
-  body: JSON.stringify(BENCH_REQUEST),
-};
+const target = restTarget('gateway PG+Redis', gateway, key);
 
 /** What PostgreSQL has counted for the database so far: committed transactions and function times. */
 async function statistics(): Promise<{ commits: number; functions: Map<string, FunctionTimes> }> {

@@ -13,9 +13,8 @@ import {
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBenchKey, updateDocSection } from './bench-support.ts';
-import { measureLoad, type Target } from './load.ts';
+import { measureLoad, restTarget, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
-import { BENCH_REQUEST } from './request.ts';
 
 const SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 15);
 const CONNECTIONS = 64;
@@ -121,21 +120,8 @@ async function main() {
     );
     processes.push(gateway);
 
-    const body = JSON.stringify(BENCH_REQUEST);
-    const base = await loadAtSixtyFour({
-      name: 'baseline relay',
-      server: relay,
-      url: `${relay.url}/v1/systemone`,
-      headers: {},
-      body,
-    });
-    const gw = await loadAtSixtyFour({
-      name: 'gateway REST',
-      server: gateway,
-      url: `${gateway.url}/v1/systemone`,
-      headers: { authorization: `Bearer ${apiKey}` },
-      body,
-    });
+    const base = await loadAtSixtyFour(restTarget('baseline relay', relay));
+    const gw = await loadAtSixtyFour(restTarget('gateway REST', gateway, apiKey));
     await gateway.stop(); // the profile is written as the process exits
 
     // The main thread's profile is the largest (tsx's loader thread writes a small one).
