@@ -20,8 +20,8 @@ export function choiceFromWeights(question: ChoiceQuestion, weights: readonly nu
     type: 'choice',
     choice: labels[argmax(p)] as string,
     confidence: choiceConfidence(p),
-    // fromEntries defines own properties, so a label such as "__proto__" stays an ordinary key.
-    probabilities: Object.fromEntries(labels.map((label, i) => [label, p[i] as number])),
+    // keyed keeps a label such as "__proto__" an ordinary key.
+    probabilities: keyed(labels, p),
   };
 }
 
