@@ -110,8 +110,8 @@ async function main() {
       };
     };
 
-    /** Per trial, the medians of its rounds. */
-    const trials: Record<string, { rps: number; cpu: number; relayRatio: number }>[] = [];
+    /** Per trial, the medians of its rounds (and the resident set's highest rise in any of them). */
+    const trials: Record<string, { rps: number; cpu: number; relayRatio: number; rssKb: number }>[] = [];
     let pinned = false;
     for (let trial = 0; trial < TRIALS; trial++) {
       const relay = await startProcess(relayName, 'bench/src/baseline-relay.ts', {
@@ -134,17 +134,21 @@ async function main() {
           [upstream],
         );
         for (const target of targets) await measureLoad(target, CONNECTIONS, 3); // warm-up
-        const rounds: Record<string, { rps: number; cpu: number }>[] = [];
+        const rounds: Record<string, { rps: number; cpu: number; rssKb: number }>[] = [];
         for (let round = 0; round < ROUNDS; round++) {
-          const measured: Record<string, { rps: number; cpu: number }> = {};
+          const measured: Record<string, { rps: number; cpu: number; rssKb: number }> = {};
           for (const target of targets) {
             const m = await measureLoad(target, CONNECTIONS, SECONDS);
             if (m.errors > 0) throw new Error(`${m.errors} requests to ${target.name} failed`);
-            measured[target.name] = { rps: m.rps, cpu: m.cpuUsPerRequest };
+            measured[target.name] = {
+              rps: m.rps,
+              cpu: m.cpuUsPerRequest,
+              rssKb: m.rssRise / 1024 / CONNECTIONS,
+            };
           }
           rounds.push(measured);
         }
-        const summary: Record<string, { rps: number; cpu: number; relayRatio: number }> = {};
+        const summary: Record<string, { rps: number; cpu: number; relayRatio: number; rssKb: number }> = {};
         for (const target of targets) {
           summary[target.name] = {
             rps: median(rounds.map((r) => r[target.name]?.rps as number)),
@@ -152,32 +156,39 @@ async function main() {
             relayRatio: median(
               rounds.map((r) => (r[target.name]?.rps as number) / (r[relayName]?.rps as number)),
             ),
+            rssKb: Math.max(...rounds.map((r) => r[target.name]?.rssKb as number)),
           };
         }
         trials.push(summary);
         process.stderr.write(
-          `trial ${trial + 1}/${TRIALS}: ${targets.map((t) => `${t.name} ${summary[t.name]?.rps.toFixed(0)} req/s ${summary[t.name]?.cpu.toFixed(0)} µs`).join(' · ')}\n`,
+          `trial ${trial + 1}/${TRIALS}: ${targets.map((t) => `${t.name} ${summary[t.name]?.rps.toFixed(0)} req/s ${summary[t.name]?.cpu.toFixed(0)} µs ${summary[t.name]?.rssKb.toFixed(0)} KB`).join(' · ')}\n`,
         );
       } finally {
         for (const target of targets) await target.server.stop();
       }
     }
 
-    const of = (name: string, field: 'rps' | 'cpu' | 'relayRatio') =>
+    const of = (name: string, field: 'rps' | 'cpu' | 'relayRatio' | 'rssKb') =>
       trials.map((t) => t[name]?.[field] as number);
     const paired = (name: string, field: 'rps' | 'cpu') =>
       trials.map((t) => (t[nowName]?.[field] as number) / (t[name]?.[field] as number));
     const lines = [
       `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the ${others.length + 2} targets in turn${UPSTREAM_MS > 0 ? `, the upstream answering after ${UPSTREAM_MS} ms` : ''}; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned (no taskset or one CPU)'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
       '',
-      '| target | req/s | CPU µs/req | × relay req/s |',
-      '| --- | ---: | ---: | ---: |',
+      '| target | req/s | CPU µs/req | × relay req/s | RSS rise per connection |',
+      '| --- | ---: | ---: | ---: | ---: |',
       ...[relayName, ...others.map((other) => other.name), nowName].map(
         (name) =>
-          `| ${name} | ${median(of(name, 'rps')).toFixed(0)} | ${median(of(name, 'cpu')).toFixed(0)} | ${median(of(name, 'relayRatio')).toFixed(2)} (${range(of(name, 'relayRatio'))}) |`,
+          `| ${name} | ${median(of(name, 'rps')).toFixed(0)} | ${median(of(name, 'cpu')).toFixed(0)} | ${median(of(name, 'relayRatio')).toFixed(2)} (${range(of(name, 'relayRatio'))}) | ${median(of(name, 'rssKb')).toFixed(0)} KB (${of(
+            name,
+            'rssKb',
+          )
+            .map((kb) => kb.toFixed(0))
+            .sort((a, b) => Number(a) - Number(b))
+            .join(', ')}) |`,
       ),
       '',
-      'Medians over trials (ranges over trials in brackets).',
+      "Medians over trials (ranges over trials in brackets). RSS rise per connection: how far the resident set rose above where it stood at the start of a round, at the highest round of a trial, over the connections (with a slow upstream, what each request in flight costs, held or awaiting collection); each trial's in brackets.",
       ...others.map(
         ({ ref, name }) =>
           `This checkout beside ${ref}, trial by trial: req/s ${median(paired(name, 'rps')).toFixed(3)}× (${range(paired(name, 'rps'))}), ` +

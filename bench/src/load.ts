@@ -37,6 +37,12 @@ export interface LoadResult {
   cpuUsPerRequest: number;
   requests: number;
   errors: number;
+  /**
+   * How far the serving processes' resident set rose above where it stood when the load began
+   * (the highest of samples taken every 100 ms), in bytes: what the requests in flight cost, held
+   * or awaiting collection.
+   */
+  rssRise: number;
 }
 
 /** autocannon against one target, for a duration or a number of requests. */
@@ -79,6 +85,12 @@ export async function measureLoad(target: Target, connections: number, seconds: 
     Math.max(1, connections),
   );
   const cpuBefore = instances.map((instance) => instance.server.cpuSeconds());
+  const rssBefore = instances.map((instance) => instance.server.rss());
+  const rssPeak = [...rssBefore];
+  const sampler = setInterval(() => {
+    for (const [i, instance] of instances.entries())
+      rssPeak[i] = Math.max(rssPeak[i] as number, instance.server.rss());
+  }, 100);
   const results = await Promise.all(
     instances.map((instance, i) =>
       fire(
@@ -87,7 +99,7 @@ export async function measureLoad(target: Target, connections: number, seconds: 
         { duration: seconds },
       ),
     ),
-  );
+  ).finally(() => clearInterval(sampler));
   const cpuSeconds = instances.reduce(
     (sum, instance, i) => sum + instance.server.cpuSeconds() - (cpuBefore[i] as number),
     0,
@@ -100,6 +112,7 @@ export async function measureLoad(target: Target, connections: number, seconds: 
     cpuUsPerRequest: (cpuSeconds * 1e6) / Math.max(1, requests),
     requests,
     errors: results.reduce((sum, r) => sum + failures(r), 0),
+    rssRise: rssPeak.reduce((sum, peak, i) => sum + Math.max(0, peak - (rssBefore[i] as number)), 0),
   };
 }
 

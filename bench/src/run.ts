@@ -422,14 +422,8 @@ async function main() {
     for (const concurrency of SLOW_CONCURRENCY) {
       for (const target of slowTargets) {
         await load(target, concurrency, WARMUP);
-        const idle = target.server.rss();
-        let peak = idle;
-        const sampler = setInterval(() => {
-          peak = Math.max(peak, target.server.rss());
-        }, 100);
         const m = await load(target, concurrency, DURATION);
-        clearInterval(sampler);
-        const measured = { ...m, rssPerRequestKb: Math.max(0, peak - idle) / 1024 / concurrency };
+        const measured = { ...m, rssPerRequestKb: m.rssRise / 1024 / concurrency };
         measurements.push(measured);
         process.stderr.write(
           `${target.name.padEnd(16)} c=${String(concurrency).padEnd(4)} ${m.rps.toFixed(0).padStart(6)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  ${m.cpuUsPerRequest.toFixed(0)} CPU µs/req  ${measured.rssPerRequestKb.toFixed(0)} KB/request in flight  errors ${m.errors}\n`,
