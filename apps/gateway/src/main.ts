@@ -1,8 +1,10 @@
 import { openGateway } from './app.ts';
 import { ensureBootstrapKey } from './bootstrap.ts';
 import { loadConfig, loadDotEnv, withoutPassword } from './config/environment.ts';
+import { limitHeapGrowth } from './heap.ts';
 import { createLogger } from './logger.ts';
 
+limitHeapGrowth();
 loadDotEnv();
 const loaded = loadConfig(process.env);
 if (!loaded.ok) {
