@@ -70,6 +70,11 @@ function pin(measured: Running[], others: Running[]): boolean {
   return true;
 }
 
+/** One target's figures in one round: req/s, CPU µs a request, KB of RSS rise a connection. */
+type Round = { rps: number; cpu: number; rssKb: number };
+/** A trial's figures for one target, with its req/s over the relay's. */
+type Summary = Round & { relayRatio: number };
+
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 const range = (values: number[]) => `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`;
@@ -111,7 +116,7 @@ async function main() {
     };
 
     /** Per trial, the medians of its rounds (and the resident set's highest rise in any of them). */
-    const trials: Record<string, { rps: number; cpu: number; relayRatio: number; rssKb: number }>[] = [];
+    const trials: Record<string, Summary>[] = [];
     let pinned = false;
     for (let trial = 0; trial < TRIALS; trial++) {
       const relay = await startProcess(relayName, 'bench/src/baseline-relay.ts', {
@@ -134,9 +139,9 @@ async function main() {
           [upstream],
         );
         for (const target of targets) await measureLoad(target, CONNECTIONS, 3); // warm-up
-        const rounds: Record<string, { rps: number; cpu: number; rssKb: number }>[] = [];
+        const rounds: Record<string, Round>[] = [];
         for (let round = 0; round < ROUNDS; round++) {
-          const measured: Record<string, { rps: number; cpu: number; rssKb: number }> = {};
+          const measured: Record<string, Round> = {};
           for (const target of targets) {
             const m = await measureLoad(target, CONNECTIONS, SECONDS);
             if (m.errors > 0) throw new Error(`${m.errors} requests to ${target.name} failed`);
@@ -148,7 +153,7 @@ async function main() {
           }
           rounds.push(measured);
         }
-        const summary: Record<string, { rps: number; cpu: number; relayRatio: number; rssKb: number }> = {};
+        const summary: Record<string, Summary> = {};
         for (const target of targets) {
           summary[target.name] = {
             rps: median(rounds.map((r) => r[target.name]?.rps as number)),
@@ -168,8 +173,7 @@ async function main() {
       }
     }
 
-    const of = (name: string, field: 'rps' | 'cpu' | 'relayRatio' | 'rssKb') =>
-      trials.map((t) => t[name]?.[field] as number);
+    const of = (name: string, field: keyof Summary) => trials.map((t) => t[name]?.[field] as number);
     const paired = (name: string, field: 'rps' | 'cpu') =>
       trials.map((t) => (t[nowName]?.[field] as number) / (t[name]?.[field] as number));
     const lines = [
