@@ -6,9 +6,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { measureLoad, type Target } from './load.ts';
+import { measureLoad, restTarget, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
-import { BENCH_REQUEST } from './request.ts';
 
 /**
  * Fresh processes per trial: one Node process of the same code settles at its own speed (V8's
@@ -88,7 +87,6 @@ async function main() {
   const processes: Running[] = [];
   try {
     for (const other of others) checkout(other.ref, other.dir);
-    const body = JSON.stringify(BENCH_REQUEST);
     const upstream = await startProcess('stand-in upstream', 'bench/src/stand-in-upstream.ts', {
       DELAY_MS: String(UPSTREAM_MS),
     });
@@ -106,13 +104,7 @@ async function main() {
         UPSTREAM: 'systemone',
         UPSTREAM_BASE_URL: upstream.url,
       });
-      return {
-        name,
-        server,
-        url: `${server.url}/v1/systemone`,
-        headers: { authorization: `Bearer ${key}` },
-        body,
-      };
+      return restTarget(name, server, key);
     };
 
     /** Per trial, the medians of its rounds (and the resident set's highest rise in any of them). */
@@ -122,13 +114,7 @@ async function main() {
       const relay = await startProcess(relayName, 'bench/src/baseline-relay.ts', {
         UPSTREAM_URL: upstream.url,
       });
-      const base: Target = {
-        name: relayName,
-        server: relay,
-        url: `${relay.url}/v1/systemone`,
-        headers: {},
-        body,
-      };
+      const base = restTarget(relayName, relay);
       const targets = [base];
       try {
         for (const [i, other] of others.entries())
