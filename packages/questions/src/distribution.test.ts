@@ -5,6 +5,7 @@ import {
   argmax,
   choiceConfidence,
   expectedScore,
+  levelNames,
   normalize,
   scoreConfidence,
   softmax,
@@ -112,5 +113,17 @@ describe('answer properties for any weights', () => {
         expect(answer.confidence).toBeLessThanOrEqual(1);
       }),
     );
+  });
+});
+
+describe('levelNames', () => {
+  it("names a score's levels by their indices, made once for any valid count", () => {
+    expect(levelNames(3)).toEqual(['0', '1', '2']);
+    expect(levelNames(10)).toBe(levelNames(10));
+  });
+
+  it('keeps no counts past the most a score may have, so its cache stays bounded', () => {
+    expect(levelNames(12)).toHaveLength(12);
+    expect(levelNames(12)).not.toBe(levelNames(12));
   });
 });

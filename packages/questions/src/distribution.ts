@@ -2,6 +2,7 @@
  * From a probability distribution to an answer (docs/http-api.md#answers). Pure arithmetic, no I/O: the lexical
  * baseline, the OpenAI-compatible upstream and the answer checks all share these formulas.
  */
+import { SCORE_LIMITS } from '@decision-gateway/contract';
 
 /** Weights → probabilities summing to 1. Non-finite, negative or all-zero weights give uniform. */
 export function normalize(weights: readonly number[]): number[] {
@@ -96,12 +97,14 @@ export function keyed<T>(keys: readonly string[], values: readonly T[]): Record<
 
 const LEVEL_NAMES: (readonly string[])[] = [];
 
-/** A score question's level names for `n` levels ("0", "1", …), made once per `n`. */
+/**
+ * A score question's level names for `n` levels ("0", "1", …), made once per `n` up to the most a
+ * score may have; beyond it (no valid question) made anew, so the cache stays bounded.
+ */
 export function levelNames(n: number): readonly string[] {
-  let names = LEVEL_NAMES[n];
-  if (names === undefined) {
-    names = Array.from({ length: n }, (_, i) => String(i));
-    LEVEL_NAMES[n] = names;
-  }
+  const cached = LEVEL_NAMES[n];
+  if (cached !== undefined) return cached;
+  const names = Array.from({ length: n }, (_, i) => String(i));
+  if (n <= SCORE_LIMITS.levels.max) LEVEL_NAMES[n] = names;
   return names;
 }
