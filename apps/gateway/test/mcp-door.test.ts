@@ -16,6 +16,8 @@ import {
   get,
   post,
   scriptedUpstream,
+  send,
+  sleep,
   startGateway,
   type TestGateway,
 } from './harness.ts';
@@ -420,6 +422,196 @@ describe('the MCP door refuses an exchange as HTTP does, in JSON-RPC', () => {
   });
 });
 
+describe('Streamable HTTP’s own rules, judged by the door as the SDK’s transport words them', () => {
+  const accept = { accept: 'application/json, text/event-stream' };
+  const version = { 'mcp-protocol-version': '2025-06-18' };
+  const initialize = {
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  };
+
+  /** A session opened by raw messages: the headers each later message of it sends. */
+  async function openRaw(gw: TestGateway, key: string) {
+    const opened = await post(gw.url, '/mcp', initialize, { ...accept, ...bearer(key) });
+    expect(opened.status).toBe(200);
+    expect(opened.body.result.protocolVersion).toBe('2025-06-18');
+    const sessionId = opened.headers.get('mcp-session-id') as string;
+    expect(sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    const headers = { ...accept, ...version, ...bearer(key), 'mcp-session-id': sessionId };
+    const told = await post(gw.url, '/mcp', { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+    expect(told.status).toBe(202);
+    expect(told.text).toBe('');
+    return headers;
+  }
+
+  it('406 without both media types in Accept (and no session opens); 400 for a message that is not JSON-RPC, a second initialize, an unknown protocol version, a batch over 100', async () => {
+    const gw = await startGateway({ mcpSessions: { max: 1 } });
+    try {
+      const key = await gw.createKey();
+      const session = await openRaw(gw, key.key);
+      const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+
+      const jsonOnly = await post(gw.url, '/mcp', initialize, {
+        accept: 'application/json',
+        ...bearer(key.key),
+      });
+      expect(jsonOnly.status).toBe(406);
+      expect(jsonOnly.headers.get('mcp-session-id')).toBeNull();
+      expect(jsonOnly.body).toEqual({
+        jsonrpc: '2.0',
+        id: null,
+        error: {
+          code: -32000,
+          message: 'Not Acceptable: Client must accept both application/json and text/event-stream',
+        },
+      });
+      // With room for one session, an initialize that had opened one would have closed this one.
+      expect((await post(gw.url, '/mcp', list, session)).body.result.tools).toHaveLength(2);
+      expect((await post(gw.url, '/mcp', list, { ...session, accept: 'text/event-stream' })).status).toBe(
+        406,
+      );
+
+      const notRpc = await post(gw.url, '/mcp', { hello: 'world' }, session);
+      expect(notRpc.status).toBe(400);
+      expect(notRpc.body.error).toEqual({ code: -32700, message: 'Parse error: Invalid JSON-RPC message' });
+
+      const again = await post(gw.url, '/mcp', initialize, session);
+      expect(again.status).toBe(400);
+      expect(again.body.error).toEqual({
+        code: -32600,
+        message: 'Invalid Request: Server already initialized',
+      });
+
+      const old = { ...session, 'mcp-protocol-version': '1999-01-01' };
+      const unknown = await post(gw.url, '/mcp', list, old);
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.error.code).toBe(-32000);
+      expect(unknown.body.error.message).toMatch(
+        /^Bad Request: Unsupported protocol version: 1999-01-01 \(supported versions: .*2025-06-18/,
+      );
+      // DELETE names the version too: the session stays open.
+      expect((await send(gw.url, 'DELETE', '/mcp', undefined, old)).status).toBe(400);
+
+      const pings = Array.from({ length: 101 }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'ping' }));
+      const batch = await post(gw.url, '/mcp', pings, session);
+      expect(batch.status).toBe(400);
+      expect(batch.body.error).toEqual({
+        code: -32600,
+        message: 'Invalid Request: Batch must not exceed 100 messages',
+      });
+      expect((await post(gw.url, '/mcp', pings.slice(0, 100), session)).body).toHaveLength(100);
+
+      // A message without the header still belongs to its session (the version it initialized with).
+      const { 'mcp-protocol-version': _, ...unversioned } = session;
+      expect((await post(gw.url, '/mcp', list, unversioned)).status).toBe(200);
+      expect((await send(gw.url, 'DELETE', '/mcp', undefined, session)).status).toBe(200);
+      expect((await post(gw.url, '/mcp', list, session)).status).toBe(404);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('notifications alone are accepted (202); a batch is answered in its order; a batch that repeats an id is refused', async () => {
+    const gw = await startGateway();
+    try {
+      const key = await gw.createKey();
+      const session = await openRaw(gw, key.key);
+      const answered = await post(
+        gw.url,
+        '/mcp',
+        [
+          { jsonrpc: '2.0', id: 'b', method: 'tools/list' },
+          { jsonrpc: '2.0', method: 'notifications/initialized' },
+          { jsonrpc: '2.0', id: 'a', method: 'ping' },
+        ],
+        session,
+      );
+      expect(answered.status).toBe(200);
+      expect(answered.headers.get('mcp-session-id')).toBe(session['mcp-session-id']);
+      expect(answered.body.map((m: { id: string }) => m.id)).toEqual(['b', 'a']);
+      expect(answered.body[0].result.tools).toHaveLength(2);
+      expect(answered.body[1]).toEqual({ jsonrpc: '2.0', id: 'a', result: {} });
+
+      const twice = await post(
+        gw.url,
+        '/mcp',
+        [
+          { jsonrpc: '2.0', id: 3, method: 'ping' },
+          { jsonrpc: '2.0', id: 3, method: 'ping' },
+        ],
+        session,
+      );
+      expect(twice.status).toBe(400);
+      expect(twice.body.error).toEqual({
+        code: -32600,
+        message: 'Invalid Request: a request with this id is still being answered in this session',
+      });
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('a call still waiting keeps its id, ends with its answer when the client ends the session, and a cancelled one is answered -32800', async () => {
+    const lexical = createLexicalUpstream();
+    const held: (() => void)[] = [];
+    const upstream = scriptedUpstream(
+      (call) => new Promise((resolve) => held.push(() => resolve(lexical.answer(call)))),
+      (request, bytes) => lexical.usageBound(request, bytes),
+    );
+    const gw = await startGateway({ upstream });
+    try {
+      const key = await gw.createKey({ credits: 10 });
+      const session = await openRaw(gw, key.key);
+      const decide = (id: number) => ({
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'decide', arguments: { state: STATE, questions: { refund: REFUND } } },
+      });
+      const upstreamCalled = async (calls: number) => {
+        for (let waited = 0; upstream.calls < calls; waited += 10) {
+          if (waited > 30_000) throw new Error('the decision never reached the upstream');
+          await sleep(10);
+        }
+      };
+
+      const cancelled = post(gw.url, '/mcp', decide(1), session);
+      await upstreamCalled(1);
+      const notice = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } };
+      expect((await post(gw.url, '/mcp', notice, session)).status).toBe(202);
+      expect((await cancelled).body).toEqual({
+        jsonrpc: '2.0',
+        id: 1,
+        error: { code: -32800, message: 'Request cancelled' },
+      });
+
+      const waiting = post(gw.url, '/mcp', decide(2), session);
+      await upstreamCalled(2);
+      const reused = await post(gw.url, '/mcp', decide(2), session);
+      expect(reused.status).toBe(400);
+      expect(reused.body.error.code).toBe(-32600);
+      expect((await send(gw.url, 'DELETE', '/mcp', undefined, session)).status).toBe(200);
+      expect((await post(gw.url, '/mcp', decide(3), session)).status).toBe(404);
+      for (const release of held) release();
+      const answer = await waiting;
+      expect(answer.status).toBe(200);
+      expect(answer.body.result.structuredContent.answers.refund).toMatchObject({ type: 'noul' });
+      expect(upstream.calls).toBe(2);
+      // The cancelled decision was reserved before its cancel: it is settled and recorded all the same.
+      for (let waited = 0; ; waited += 10) {
+        const usage = await gw.keys.usage(key.id, 5);
+        if (usage.ok && usage.value.totals.requests === 2) break;
+        if (waited > 30_000) throw new Error('the cancelled decision was never recorded');
+        await sleep(10);
+      }
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
 describe('the MCP door’s other refusals', () => {
   it('a token from an origin it does not allow: 403; a body over 65536 bytes: 413 before the key is read', async () => {
     const gw = await startGateway({ corsOrigins: ['https://app.example.com'] });
@@ -597,8 +789,8 @@ describe('MCP sessions are bounded', () => {
 });
 
 describe('an MCP session keeps no memory per call', () => {
-  // The SDK's transport (1.32.2) kept one entry per answered POST in JSON-response mode for the
-  // session's life (typescript-sdk#2559): about 13 KB a call. patches/ adds the missing cleanup.
+  // The SDK's own transport (1.32.2) kept one entry per answered POST in JSON-response mode for the
+  // session's life (typescript-sdk#2559): about 13 KB a call. The door's transport must keep none.
   it('2000 decide calls in one session leave the heap within a few hundred bytes a call', async () => {
     v8.setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;

@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { decodeJsonBody, failure, LIMITS } from '@decision-gateway/contract';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  isInitializeRequest,
+  type JSONRPCMessage,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticate } from '../../auth/authenticate.ts';
 import type { Evaluate } from '../../core/evaluation/index.ts';
@@ -14,6 +17,7 @@ import type { EvaluationReport } from '../door-outcome.ts';
 import { readRawBodies, sentContentType } from '../read-body.ts';
 import { metaHeaders } from '../response-meta.ts';
 import { serve } from '../serve.ts';
+import { jsonRpcMessages, type ProtocolRefusal, protocolRefusal } from './json-rpc.ts';
 import {
   createSessionTable,
   type McpSession,
@@ -22,6 +26,7 @@ import {
   type SessionTable,
 } from './sessions.ts';
 import { createMcpServer, type McpHttpCall } from './tools.ts';
+import { ExchangeTransport } from './transport.ts';
 
 export interface McpDoorOptions extends DoorOptions {
   evaluate: Evaluate;
@@ -34,14 +39,12 @@ export interface McpDoorOptions extends DoorOptions {
 /** A JSON-RPC message wraps a decision: room for its envelope beside the decision's own limit. */
 const MAX_BODY_BYTES = 2 * LIMITS.maxBodyBytes;
 
-/** The request headers the SDK's transport reads; nothing else is handed to it. */
-const TRANSPORT_HEADERS = ['accept', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'] as const;
-
 /**
- * The MCP door, `/mcp` (docs/mcp.md): Streamable HTTP on the official SDK's server and transport,
- * with the gateway's key or token as the Bearer credential. Each session has its own SDK server;
- * each tool call runs what every door runs. It only translates: credentials, media type and JSON
- * are judged here in the gateway's order, the protocol by the SDK, the decision by the core.
+ * The MCP door, `/mcp` (docs/mcp.md): Streamable HTTP in its JSON-response mode, with the gateway's
+ * key or token as the Bearer credential. Each session has its own server from the official SDK, on
+ * a transport that hands it each exchange's messages (transport.ts); each tool call runs what every
+ * door runs. It only translates: credentials, media type, JSON and Streamable HTTP's rules are
+ * judged here, the messages by the SDK's server, the decision by the core.
  */
 export async function mcpDoor(app: FastifyInstance, opts: McpDoorOptions) {
   door(app, 'mcp', { ...opts, ownsNotFound: true });
@@ -54,7 +57,7 @@ export async function mcpDoor(app: FastifyInstance, opts: McpDoorOptions) {
   serve(app, undefined, { method: 'DELETE', path: '', operation: 'mcpEndSession' }, handle);
 }
 
-/** One HTTP exchange of the protocol: authenticate, read, find or open the session, let the SDK answer. */
+/** One HTTP exchange of the protocol: authenticate, read, find or open the session, let the SDK's server answer. */
 async function exchange(
   request: FastifyRequest,
   reply: FastifyReply,
@@ -85,27 +88,30 @@ async function exchange(
     parsedBody = decoded.value;
   }
 
-  let session: McpSession | undefined;
-  if (sessionId !== undefined) {
-    session = sessions.find(sessionId, keyId);
-    if (session === undefined)
-      return sendFailure(
-        reply,
-        failure(
-          'not_found',
-          'no open MCP session has this Mcp-Session-Id (closed, idle too long, or another key’s): initialize a new one',
-        ),
-        'mcp',
-      );
-  } else if (isInitializeRequest(parsedBody)) {
-    session = await openSession(keyId, opts, sessions);
-  } else {
+  // A session's id names an open session of this key; without one, only `initialize` may come.
+  const open = sessionId === undefined ? undefined : sessions.find(sessionId, keyId);
+  if (sessionId !== undefined && open === undefined) return sendFailure(reply, sessionNotOpen(), 'mcp');
+  if (open === undefined && !isInitializeRequest(parsedBody))
     return sendFailure(
       reply,
       failure('invalid_request', 'send the Mcp-Session-Id of your session, or initialize a new one'),
       'mcp',
     );
+  if (open !== undefined && request.method === 'DELETE') return endSession(request, reply, open, sessions);
+
+  // Streamable HTTP's own rules, worded as the SDK's transport words them (docs/mcp.md#errors).
+  const accept = header(request, 'accept') ?? '';
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream'))
+    return refuse(reply, protocolRefusal('not_acceptable'));
+  const messages = jsonRpcMessages(parsedBody);
+  if (!messages.ok) return refuse(reply, messages.refusal);
+  if (open !== undefined) {
+    if (messages.value.some(isInitialize)) return refuse(reply, protocolRefusal('initialized'));
+    const version = unsupportedVersion(request);
+    if (version) return refuse(reply, version);
   }
+  // A session opens only once its `initialize` has passed every rule above.
+  const session = open ?? (await openSession(keyId, opts, sessions));
 
   const reports: EvaluationReport[] = [];
   let code: number | undefined;
@@ -129,10 +135,13 @@ async function exchange(
   };
   // The SDK hands `authInfo` to the tool handlers: the exchange rides along in it. The credential
   // itself stays in `call` (its `token` field is left empty: the SDK keeps nothing it need not).
-  const response = await session.transport.handleRequest(transportRequest(request), {
-    parsedBody,
+  const answered = await session.transport.exchange(messages.value, {
     authInfo: { token: '', clientId: keyId, scopes: [], extra: { call } },
   });
+  if (!answered.ok)
+    return answered.reason === 'closed'
+      ? sendFailure(reply, sessionNotOpen(), 'mcp')
+      : refuse(reply, protocolRefusal('id_in_use'));
 
   // A tool call is labelled by its tool, for metrics; its decision's headers are the door's too.
   request.outcome = {
@@ -142,36 +151,61 @@ async function exchange(
   };
   const [only] = reports;
   if (reports.length === 1 && only) reply.headers(metaHeaders(only.meta));
-  reply.code(response.status);
-  response.headers.forEach((value, name) => {
-    reply.header(name, value);
-  });
-  return reply.send(response.body === null ? undefined : await response.text());
+  const { answers } = answered;
+  // Notifications and responses only: accepted, nothing to answer.
+  if (answers.length === 0) return reply.code(202).send();
+  reply.header('content-type', 'application/json');
+  if (session.transport.sessionId !== undefined) reply.header('mcp-session-id', session.transport.sessionId);
+  return reply.send(JSON.stringify(Array.isArray(parsedBody) ? answers : answers[0]));
 }
 
-/** A session for this key: its SDK server and transport, kept once the SDK has initialized it. */
+/** DELETE: the client ends its session. */
+function endSession(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  session: McpSession,
+  sessions: SessionTable,
+) {
+  const version = unsupportedVersion(request);
+  if (version) return refuse(reply, version);
+  const { sessionId } = session.transport;
+  if (sessionId !== undefined) sessions.remove(sessionId);
+  return reply.code(200).send();
+}
+
+/** The SDK's guard, asked only of a message that names the method (a failing guard costs ~2 µs). */
+function isInitialize(message: JSONRPCMessage): boolean {
+  return 'method' in message && message.method === 'initialize' && isInitializeRequest(message);
+}
+
+function sessionNotOpen() {
+  return failure(
+    'not_found',
+    'no open MCP session has this Mcp-Session-Id (closed, idle too long, or another key’s): initialize a new one',
+  );
+}
+
+/** A session's messages must name a protocol version the SDK speaks, if they name one. */
+function unsupportedVersion(request: FastifyRequest) {
+  const version = header(request, 'mcp-protocol-version');
+  return version === undefined || SUPPORTED_PROTOCOL_VERSIONS.includes(version)
+    ? undefined
+    : protocolRefusal('unsupported_version', version);
+}
+
+function refuse(reply: FastifyReply, refusal: ProtocolRefusal) {
+  return reply.code(refusal.status).header('content-type', 'application/json').send(refusal.body);
+}
+
+/** A session for this key: its SDK server, connected to a transport that answers each exchange. */
 async function openSession(keyId: string, opts: McpDoorOptions, sessions: SessionTable): Promise<McpSession> {
   const server = createMcpServer(opts);
-  const transport = new WebStandardStreamableHTTPServerTransport({
-    sessionIdGenerator: randomUUID,
-    // Answers as JSON rather than an event stream: every tool answers at once, nothing is pushed.
-    enableJsonResponse: true,
-    onsessioninitialized: (id) => sessions.add(id, session),
-    onsessionclosed: (id) => sessions.remove(id),
-  });
+  const transport = new ExchangeTransport();
+  transport.sessionId = randomUUID();
   const session: McpSession = { keyId, server, transport };
   await server.connect(transport);
+  sessions.add(transport.sessionId, session);
   return session;
-}
-
-/** The request as the SDK's transport reads it: its method, the protocol's headers, JSON. */
-function transportRequest(request: FastifyRequest): Request {
-  const headers = new Headers({ 'content-type': 'application/json' });
-  for (const name of TRANSPORT_HEADERS) {
-    const value = header(request, name);
-    if (value !== undefined) headers.set(name, value);
-  }
-  return new Request(`http://gateway${request.url}`, { method: request.method, headers });
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {

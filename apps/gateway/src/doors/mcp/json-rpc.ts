@@ -1,5 +1,11 @@
 import type { GatewayFailure } from '@decision-gateway/contract';
-import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
+import {
+  ErrorCode,
+  type JSONRPCMessage,
+  JSONRPCMessageSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '@modelcontextprotocol/sdk/types.js';
 import { retryAfterSeconds } from '../envelope.ts';
 
 /**
@@ -40,4 +46,55 @@ function jsonRpcCode(f: GatewayFailure): number {
   if (f.code === 40000) return ErrorCode.ParseError;
   if (f.status === 400) return ErrorCode.InvalidRequest;
   return SERVER_ERROR;
+}
+
+/** A refusal of Streamable HTTP's own rules, worded as the SDK's transport words it. */
+export interface ProtocolRefusal {
+  status: number;
+  body: string;
+}
+
+const REFUSALS = {
+  not_acceptable: [
+    406,
+    SERVER_ERROR,
+    'Not Acceptable: Client must accept both application/json and text/event-stream',
+  ],
+  not_json_rpc: [400, ErrorCode.ParseError, 'Parse error: Invalid JSON-RPC message'],
+  batch_too_large: [
+    400,
+    ErrorCode.InvalidRequest,
+    `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`,
+  ],
+  initialized: [400, ErrorCode.InvalidRequest, 'Invalid Request: Server already initialized'],
+  id_in_use: [
+    400,
+    ErrorCode.InvalidRequest,
+    'Invalid Request: a request with this id is still being answered in this session',
+  ],
+  unsupported_version: [400, SERVER_ERROR, 'Bad Request: Unsupported protocol version'],
+} as const satisfies Record<string, readonly [number, number, string]>;
+
+export function protocolRefusal(kind: keyof typeof REFUSALS, version?: string): ProtocolRefusal {
+  const [status, code, message] = REFUSALS[kind];
+  const said =
+    version === undefined
+      ? message
+      : `${message}: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`;
+  return { status, body: JSON.stringify({ jsonrpc: '2.0', error: { code, message: said }, id: null }) };
+}
+
+/** An exchange's body as JSON-RPC messages: one, or a batch of up to MAX_BATCH_SIZE. */
+export function jsonRpcMessages(
+  body: unknown,
+): { ok: true; value: JSONRPCMessage[] } | { ok: false; refusal: ProtocolRefusal } {
+  const batch = Array.isArray(body) ? body : [body];
+  if (batch.length > MAX_BATCH_SIZE) return { ok: false, refusal: protocolRefusal('batch_too_large') };
+  const value: JSONRPCMessage[] = [];
+  for (const message of batch) {
+    const parsed = JSONRPCMessageSchema.safeParse(message);
+    if (!parsed.success) return { ok: false, refusal: protocolRefusal('not_json_rpc') };
+    value.push(parsed.data);
+  }
+  return { ok: true, value };
 }

@@ -1,12 +1,12 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { LRUCache } from 'lru-cache';
+import type { ExchangeTransport } from './transport.ts';
 
 /** An MCP session: the SDK's server and transport for one client, and the key that opened it. */
 export interface McpSession {
   keyId: string;
   server: Server;
-  transport: WebStandardStreamableHTTPServerTransport;
+  transport: ExchangeTransport;
 }
 
 export interface SessionLimits {
@@ -22,8 +22,9 @@ export const SESSION_DEFAULTS = { max: 1000, idleMs: 10 * 60_000 } as const;
 
 /**
  * The open sessions, bounded in number and in idle time (docs/mcp.md#sessions): an LRU cache
- * whose entries age from their last use. A session it lets go is closed, so its client's next
- * request is a 404 and the client initializes again, as the protocol says.
+ * whose entries age from their last use. A session it lets go is closed once the calls already in
+ * it are answered (none is charged and lost), and its client's next request is a 404, so the
+ * client initializes again, as the protocol says.
  */
 export function createSessionTable(limits: SessionLimits) {
   const table = new LRUCache<string, McpSession>({
@@ -31,7 +32,7 @@ export function createSessionTable(limits: SessionLimits) {
     ttl: limits.idleMs,
     updateAgeOnGet: true,
     ...(limits.clock && { perf: { now: limits.clock } }),
-    dispose: (session) => void session.server.close(),
+    dispose: (session) => void session.transport.settled().then(() => session.server.close()),
   });
   // A session nobody asks for again is closed by a sweep, not only when its id is next read.
   const sweep = setInterval(() => table.purgeStale(), Math.min(limits.idleMs, 60_000));

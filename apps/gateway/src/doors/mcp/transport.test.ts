@@ -1,0 +1,92 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
+import { ExchangeTransport } from './transport.ts';
+
+const initialize: JSONRPCMessage = {
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'unit', version: '1' } },
+};
+const call = (id: number): JSONRPCMessage => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name: 'wait', arguments: {} },
+});
+
+/** An SDK server whose one tool answers when the test lets it, after a notification of its own. */
+async function connected() {
+  const release: (() => void)[] = [];
+  const server = new Server({ name: 'unit', version: '1' }, { capabilities: { tools: {}, logging: {} } });
+  server.setRequestHandler(CallToolRequestSchema, async (_request, extra) => {
+    // A message the server sends of its own accord: nothing is pushed, so it goes nowhere.
+    await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: 'x' } });
+    await new Promise<void>((resolve) => release.push(resolve));
+    return { content: [{ type: 'text', text: 'done' }] };
+  });
+  const transport = new ExchangeTransport();
+  await server.connect(transport);
+  const opened = await transport.exchange([initialize], {});
+  expect(opened.ok && opened.answers).toMatchObject([{ id: 0, result: { protocolVersion: '2025-06-18' } }]);
+  return { server, transport, release };
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('ExchangeTransport', () => {
+  it('answers an exchange with its requests’ answers once the server has them', async () => {
+    const { transport, release } = await connected();
+    const pending = transport.exchange([call(1), call(2)], {});
+    while (release.length < 2) await tick();
+    for (const answer of release) answer();
+    expect(await pending).toEqual({
+      ok: true,
+      answers: [
+        { jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'done' }] } },
+        { jsonrpc: '2.0', id: 2, result: { content: [{ type: 'text', text: 'done' }] } },
+      ],
+    });
+    await transport.settled();
+  });
+
+  it('settles only when the exchanges in flight have their answers', async () => {
+    const { transport, release } = await connected();
+    const pending = transport.exchange([call(1)], {});
+    let settled = false;
+    void transport.settled().then(() => {
+      settled = true;
+    });
+    while (release.length < 1) await tick();
+    await tick();
+    expect(settled).toBe(false);
+    release[0]?.();
+    expect((await pending).ok).toBe(true);
+    await tick();
+    expect(settled).toBe(true);
+  });
+
+  it('closed under an exchange, tells it so rather than leaving it waiting; a later one too', async () => {
+    const { server, transport, release } = await connected();
+    const pending = transport.exchange([call(1)], {});
+    while (release.length < 1) await tick();
+    await server.close();
+    expect(await pending).toEqual({ ok: false, reason: 'closed' });
+    expect(await transport.exchange([call(2)], {})).toEqual({ ok: false, reason: 'closed' });
+  });
+
+  it('refuses a request whose id is still being answered', async () => {
+    const { transport, release } = await connected();
+    const pending = transport.exchange([call(1)], {});
+    while (release.length < 1) await tick();
+    expect(await transport.exchange([call(1)], {})).toEqual({ ok: false, reason: 'id_in_use' });
+    release[0]?.();
+    expect((await pending).ok).toBe(true);
+    // Answered, the id is free again.
+    const again = transport.exchange([call(1)], {});
+    while (release.length < 2) await tick();
+    release[1]?.();
+    expect((await again).ok).toBe(true);
+  });
+});

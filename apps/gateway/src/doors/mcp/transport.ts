@@ -1,0 +1,111 @@
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  type CancelledNotification,
+  CancelledNotificationSchema,
+  isJSONRPCErrorResponse,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/** What an exchange's requests were answered with, or that the session closed before they were. */
+export type ExchangeAnswers =
+  | { ok: true; answers: JSONRPCMessage[] }
+  | { ok: false; reason: 'closed' | 'id_in_use' };
+
+/**
+ * One session's transport under the SDK's server: Streamable HTTP's JSON-response mode, where each
+ * HTTP exchange hands its messages in and waits for the answers to its requests. Nothing is
+ * pushed, so a message the server sends of its own accord (a notification, a request to the
+ * client) has nowhere to go and is dropped, as the SDK's own transport drops it in this mode.
+ *
+ * The SDK's WebStandardStreamableHTTPServerTransport does the same through a web `Request` and
+ * `Response` per exchange; the door judges the HTTP rules itself (index.ts) and hands over plain
+ * messages, which costs a tool call ~45 µs less CPU (docs/performance.md#the-mcp-door).
+ */
+export class ExchangeTransport implements Transport {
+  sessionId: string | undefined;
+  onmessage?: Transport['onmessage'];
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  /** Each request in flight, by its JSON-RPC id: where its answer goes. */
+  readonly #waiting = new Map<RequestId, (answer: JSONRPCMessage | undefined) => void>();
+  /** The exchanges in flight, each until every one of its requests is answered. */
+  readonly #inFlight = new Set<Promise<unknown>>();
+  #closed = false;
+
+  /** Resolves once every exchange now in flight has its answers: a session ends after them. */
+  async settled(): Promise<void> {
+    await Promise.allSettled(this.#inFlight);
+  }
+
+  async start(): Promise<void> {}
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    if (!isJSONRPCResultResponse(message) && !isJSONRPCErrorResponse(message)) return;
+    if (message.id === undefined) return;
+    const deliver = this.#waiting.get(message.id);
+    this.#waiting.delete(message.id);
+    deliver?.(message);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    // An exchange still waiting is told the session went, rather than left hanging.
+    for (const deliver of this.#waiting.values()) deliver(undefined);
+    this.#waiting.clear();
+    this.onclose?.();
+  }
+
+  /**
+   * Hands one exchange's messages to the server and resolves with the answers to its requests, in
+   * their order (none if it held only notifications and responses). A request whose id is still
+   * being answered is refused whole: its answer could not tell the two apart.
+   */
+  async exchange(messages: JSONRPCMessage[], extra: MessageExtraInfo): Promise<ExchangeAnswers> {
+    if (this.#closed) return { ok: false, reason: 'closed' };
+    const requests = messages.filter(isJSONRPCRequest);
+    const ids = new Set(requests.map((request) => request.id));
+    if (ids.size < requests.length || requests.some((request) => this.#waiting.has(request.id)))
+      return { ok: false, reason: 'id_in_use' };
+    const answers = requests.map(
+      (request) =>
+        new Promise<JSONRPCMessage | undefined>((resolve) => this.#waiting.set(request.id, resolve)),
+    );
+    const all = Promise.all(answers);
+    this.#inFlight.add(all);
+    for (const message of messages) {
+      this.onmessage?.(message, extra);
+      if (isCancellation(message)) this.#answerCancelled(message.params.requestId);
+    }
+    const answered = await all.finally(() => this.#inFlight.delete(all));
+    if (answered.some((answer) => answer === undefined)) return { ok: false, reason: 'closed' };
+    return { ok: true, answers: answered as JSONRPCMessage[] };
+  }
+
+  /**
+   * The server drops a request its client cancelled and sends no answer; the HTTP exchange that
+   * carried it still needs one, so it gets LSP's "request cancelled" error rather than hanging.
+   */
+  #answerCancelled(id: RequestId | undefined) {
+    if (id === undefined) return;
+    const deliver = this.#waiting.get(id);
+    this.#waiting.delete(id);
+    deliver?.({ jsonrpc: '2.0', id, error: { code: REQUEST_CANCELLED, message: 'Request cancelled' } });
+  }
+}
+
+const isCancelledNotification = (message: unknown): message is CancelledNotification =>
+  CancelledNotificationSchema.safeParse(message).success;
+
+/** LSP's code for a cancelled request; JSON-RPC and MCP define none. */
+const REQUEST_CANCELLED = -32800;
+
+function isCancellation(message: JSONRPCMessage): message is CancelledNotification & JSONRPCMessage {
+  return (
+    'method' in message && message.method === 'notifications/cancelled' && isCancelledNotification(message)
+  );
+}
