@@ -657,7 +657,7 @@ function renderTable(report: Report): string {
     '',
     `The relay doing only the storage work every request requires per request (key lookup, reservation, settlement with a usage record, through the gateway's Store) reaches ${report.floors.storeRelayVsBaselineAt64.toFixed(2)}× the bare relay at c=64; the gateway REST path reaches ${report.floors.restVsStoreRelayAt64.toFixed(2)}× of that.`,
     '',
-    `"gateway MCP decide" is the same decision as a \`decide\` tool call in one MCP session of the REST gateway: ${report.floors.mcpVsRestAt64.toFixed(2)}× REST's throughput at c=64, ${report.floors.mcpCpuUsAt64.toFixed(0)} CPU µs per request against REST's ${report.floors.restCpuUsAt64.toFixed(0)} (JSON-RPC, the SDK's transport and a web Request per call).`,
+    `"gateway MCP decide" is the same decision as a \`decide\` tool call in one MCP session of the REST gateway: ${report.floors.mcpVsRestAt64.toFixed(2)}× REST's throughput at c=64, ${report.floors.mcpCpuUsAt64.toFixed(0)} CPU µs per request against REST's ${report.floors.restCpuUsAt64.toFixed(0)} (the JSON-RPC envelope and the SDK server's dispatch and checks of each call, see the MCP door below).`,
     '',
     `"gateway PG+Redis" is the REST gateway (systemone upstream, as "gateway REST") on PostgreSQL with Redis rate limits. "${SPREAD_KEYS} keys" rows spread the same load over ${SPREAD_KEYS} keys, one after another. "×2" splits the same load over two such instances on one database and one Redis: ${report.floors.twoInstancesVsOneAt64.toFixed(2)}× one instance (CPU µs/req sums both processes; on this 2-core machine the instances, PostgreSQL, Redis, the relay and the load generator share the cores).`,
   ];
