@@ -1,12 +1,12 @@
-// pnpm bench:compare <git-ref> [<git-ref>…]: this checkout's REST gateway beside the one at each
-// <git-ref>, in one run, on one machine, against one stand-in upstream and one baseline relay. Ratios taken in
+// pnpm bench:compare <git-ref> [<git-ref>…]: this checkout's REST gateway (or another door, with
+// BENCH_COMPARE_DOOR) beside the one at each <git-ref>, in one run, on one machine, against one stand-in upstream and one baseline relay. Ratios taken in
 // different runs (or on different machines) move by more than the changes they are meant to show;
 // side by side, round by round, they do not. See docs/performance.md.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { measureLoad, restTarget, type Target } from './load.ts';
+import { mcpDecideTarget, measureLoad, restTarget, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 
 /**
@@ -20,6 +20,9 @@ const SECONDS = Number(process.env.BENCH_COMPARE_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_COMPARE_CONNECTIONS ?? 64);
 /** An upstream that answers after this long (BENCH_COMPARE_UPSTREAM_MS, e.g. 100 as a model would), or at once. */
 const UPSTREAM_MS = Number(process.env.BENCH_COMPARE_UPSTREAM_MS ?? 0);
+/** The door the gateways are measured through: `rest` (POST /v1/systemone), or `mcp` (a `decide` tool call). */
+const DOOR = process.env.BENCH_COMPARE_DOOR ?? 'rest';
+if (DOOR !== 'rest' && DOOR !== 'mcp') throw new Error(`BENCH_COMPARE_DOOR: rest or mcp, not ${DOOR}`);
 
 /** A checkout of `ref` in a temporary worktree, installed as a newcomer would (offline if it can). */
 function checkout(ref: string, dir: string): void {
@@ -104,7 +107,7 @@ async function main() {
         UPSTREAM: 'systemone',
         UPSTREAM_BASE_URL: upstream.url,
       });
-      return restTarget(name, server, key);
+      return DOOR === 'mcp' ? mcpDecideTarget(name, server, key) : restTarget(name, server, key);
     };
 
     /** Per trial, the medians of its rounds (and the resident set's highest rise in any of them). */
@@ -163,7 +166,7 @@ async function main() {
     const paired = (name: string, field: 'rps' | 'cpu') =>
       trials.map((t) => (t[nowName]?.[field] as number) / (t[name]?.[field] as number));
     const lines = [
-      `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the ${others.length + 2} targets in turn${UPSTREAM_MS > 0 ? `, the upstream answering after ${UPSTREAM_MS} ms` : ''}; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned (no taskset or one CPU)'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
+      `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the ${others.length + 2} targets in turn, the gateways through ${DOOR === 'mcp' ? 'the MCP door (decide)' : 'REST'}${UPSTREAM_MS > 0 ? `, the upstream answering after ${UPSTREAM_MS} ms` : ''}; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned (no taskset or one CPU)'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
       '',
       '| target | req/s | CPU µs/req | × relay req/s | RSS rise per connection |',
       '| --- | ---: | ---: | ---: | ---: |',

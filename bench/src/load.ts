@@ -29,6 +29,53 @@ export function restTarget(name: string, server: Running, apiKey?: string): Targ
   };
 }
 
+/**
+ * A `decide` tool call of the bench's request in one MCP session of a gateway, opened as an MCP
+ * client opens it (initialize, then initialized), each call its own JSON-RPC id. A tool call that
+ * fails is still HTTP 200, so one is checked to answer before the target is handed out.
+ */
+export async function mcpDecideTarget(name: string, server: Running, apiKey: string): Promise<Target> {
+  const base = {
+    authorization: `Bearer ${apiKey}`,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2025-06-18',
+  };
+  const url = `${server.url}/mcp`;
+  const initialize = {
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+  };
+  const opened = await fetch(url, { method: 'POST', headers: base, body: JSON.stringify(initialize) });
+  const sessionId = opened.headers.get('mcp-session-id');
+  await opened.text();
+  if (!opened.ok || sessionId === null) throw new Error(`the MCP session did not open: ${opened.status}`);
+  const headers = { ...base, 'mcp-session-id': sessionId };
+  const initialized = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  await (await fetch(url, { method: 'POST', headers, body: initialized })).text();
+
+  let id = 0;
+  const call = () =>
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: ++id,
+      method: 'tools/call',
+      params: {
+        name: 'decide',
+        arguments: { state: BENCH_REQUEST.state, questions: BENCH_REQUEST.questions },
+      },
+    });
+  const checked = await fetch(url, { method: 'POST', headers, body: call() });
+  const reply = (await checked.json()) as {
+    result?: { isError?: boolean; structuredContent?: { answers: object } };
+  };
+  if (reply.result?.isError || Object.keys(reply.result?.structuredContent?.answers ?? {}).length !== 3)
+    throw new Error(`the MCP check call failed: ${JSON.stringify(reply).slice(0, 300)}`);
+  return { name, server, url, headers, body: call(), eachBody: call };
+}
+
 export interface LoadResult {
   rps: number;
   p50: number;

@@ -12,7 +12,7 @@ import {
   THREE_BUDGETS,
   updateDocSection,
 } from './bench-support.ts';
-import { type LoadResult, loadCount, measureLoad, type Target } from './load.ts';
+import { type LoadResult, loadCount, mcpDecideTarget, measureLoad, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 import { BENCH_OPENAI_REQUEST, BENCH_REQUEST, benchPhoto } from './request.ts';
 import { runUsageVolumeBench } from './usage-volume.ts';
@@ -85,48 +85,6 @@ async function sequentialLatency(
   return { p50: at(0.5), p99: at(0.99), errors };
 }
 
-/**
- * An MCP session on a gateway, opened as an MCP client opens it (initialize, then initialized):
- * the headers every call of the session sends.
- */
-async function openMcpSession(url: string, auth: Record<string, string>) {
-  const base = {
-    ...auth,
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': '2025-06-18',
-  };
-  const initialize = {
-    jsonrpc: '2.0',
-    id: 0,
-    method: 'initialize',
-    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
-  };
-  const opened = await fetch(`${url}/mcp`, {
-    method: 'POST',
-    headers: base,
-    body: JSON.stringify(initialize),
-  });
-  const sessionId = opened.headers.get('mcp-session-id');
-  await opened.text();
-  if (!opened.ok || sessionId === null) throw new Error(`the MCP session did not open: ${opened.status}`);
-  const headers = { ...base, 'mcp-session-id': sessionId };
-  const initialized = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' });
-  const told = await fetch(`${url}/mcp`, { method: 'POST', headers, body: initialized });
-  await told.text();
-  return { headers };
-}
-
-/** A tool call that fails is still HTTP 200: the bench checks one answers before measuring. */
-async function checkMcpDecide(url: string, headers: Record<string, string>, body: string) {
-  const response = await fetch(`${url}/mcp`, { method: 'POST', headers, body });
-  const reply = (await response.json()) as {
-    result?: { isError?: boolean; structuredContent?: { answers: object } };
-  };
-  if (reply.result?.isError || Object.keys(reply.result?.structuredContent?.answers ?? {}).length !== 3)
-    throw new Error(`the MCP check call failed: ${JSON.stringify(reply).slice(0, 300)}`);
-}
-
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'dg-bench-'));
   const processes: Running[] = [];
@@ -146,6 +104,7 @@ async function main() {
     // A real key with ample credits, so reservations and debits happen as in production. The
     // relay with accounting gets its own database file and key, so no process shares a WAL.
     const [apiKey, ...restKeys] = await createBenchKeys(join(dir, 'gateway.db'), 1 + SPREAD_KEYS);
+    if (apiKey === undefined) throw new Error('no bench key was made');
     // A key with three hard budgets (docs/budgets.md), limits no request reaches: what checking and
     // counting them costs. The same on PostgreSQL below.
     const [budgetedKey] = await createBenchKeys(join(dir, 'gateway.db'), 1, THREE_BUDGETS);
@@ -259,20 +218,8 @@ async function main() {
     if (!trpcCall || Object.keys(check.result.answers).length !== 3)
       throw new Error('the tRPC check call failed');
 
-    // The MCP door: one session, opened as an MCP client opens it; each call its own JSON-RPC id.
-    const mcp = await openMcpSession(gateway.url, auth);
-    let mcpCallId = 0;
-    const mcpCall = () =>
-      JSON.stringify({
-        jsonrpc: '2.0',
-        id: ++mcpCallId,
-        method: 'tools/call',
-        params: {
-          name: 'decide',
-          arguments: { state: BENCH_REQUEST.state, questions: BENCH_REQUEST.questions },
-        },
-      });
-    await checkMcpDecide(gateway.url, mcp.headers, mcpCall());
+    // The MCP door: one session, opened as an MCP client opens it.
+    const mcp = await mcpDecideTarget('gateway MCP decide', gateway, apiKey);
 
     const all: Target[] = [
       { name: 'baseline relay', server: relay, url: `${relay.url}/v1/systemone`, headers: {}, body },
@@ -320,14 +267,7 @@ async function main() {
         headers: auth,
         body: JSON.stringify(BENCH_OPENAI_REQUEST),
       },
-      {
-        name: 'gateway MCP decide',
-        server: gateway,
-        url: `${gateway.url}/mcp`,
-        headers: mcp.headers,
-        body: mcpCall(),
-        eachBody: mcpCall,
-      },
+      mcp,
       { name: 'gateway lexical', server: lexical, url: `${lexical.url}/v1/systemone`, headers: auth, body },
       {
         name: 'gateway cache hits',
