@@ -17,7 +17,7 @@ import type { EvaluationReport } from '../door-outcome.ts';
 import { readRawBodies, sentContentType } from '../read-body.ts';
 import { metaHeaders } from '../response-meta.ts';
 import { serve } from '../serve.ts';
-import { jsonRpcMessages, type ProtocolRefusal, protocolRefusal } from './json-rpc.ts';
+import { type JsonRpcMessages, jsonRpcMessages, type ProtocolRefusal, protocolRefusal } from './json-rpc.ts';
 import {
   createSessionTable,
   type McpSession,
@@ -99,18 +99,9 @@ async function exchange(
     );
   if (open !== undefined && request.method === 'DELETE') return endSession(request, reply, open, sessions);
 
-  // Streamable HTTP's own rules, worded as the SDK's transport words them (docs/mcp.md#errors).
-  const accept = header(request, 'accept') ?? '';
-  if (!accept.includes('application/json') || !accept.includes('text/event-stream'))
-    return refuse(reply, protocolRefusal('not_acceptable'));
-  const messages = jsonRpcMessages(parsedBody);
+  const messages = admitMessages(request, parsedBody, open !== undefined);
   if (!messages.ok) return refuse(reply, messages.refusal);
-  if (open !== undefined) {
-    if (messages.value.some(isInitialize)) return refuse(reply, protocolRefusal('initialized'));
-    const version = unsupportedVersion(request);
-    if (version) return refuse(reply, version);
-  }
-  // A session opens only once its `initialize` has passed every rule above.
+  // A session opens only once its `initialize` has passed every rule.
   const session = open ?? (await openSession(keyId, opts, sessions));
 
   const reports: EvaluationReport[] = [];
@@ -157,6 +148,18 @@ async function exchange(
   reply.header('content-type', 'application/json');
   if (session.transport.sessionId !== undefined) reply.header('mcp-session-id', session.transport.sessionId);
   return reply.send(JSON.stringify(Array.isArray(parsedBody) ? answers : answers[0]));
+}
+
+/** Streamable HTTP's own rules for a POST's messages, worded as the SDK's transport words them (docs/mcp.md#errors). */
+function admitMessages(request: FastifyRequest, body: unknown, inSession: boolean): JsonRpcMessages {
+  const accept = header(request, 'accept') ?? '';
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream'))
+    return { ok: false, refusal: protocolRefusal('not_acceptable') };
+  const messages = jsonRpcMessages(body);
+  if (!messages.ok || !inSession) return messages;
+  if (messages.value.some(isInitialize)) return { ok: false, refusal: protocolRefusal('initialized') };
+  const version = unsupportedVersion(request);
+  return version ? { ok: false, refusal: version } : messages;
 }
 
 /** DELETE: the client ends its session. */

@@ -84,10 +84,10 @@ export function protocolRefusal(kind: keyof typeof REFUSALS, version?: string): 
   return { status, body: JSON.stringify({ jsonrpc: '2.0', error: { code, message: said }, id: null }) };
 }
 
+export type JsonRpcMessages = { ok: true; value: JSONRPCMessage[] } | { ok: false; refusal: ProtocolRefusal };
+
 /** An exchange's body as JSON-RPC messages: one, or a batch of up to MAX_BATCH_SIZE. */
-export function jsonRpcMessages(
-  body: unknown,
-): { ok: true; value: JSONRPCMessage[] } | { ok: false; refusal: ProtocolRefusal } {
+export function jsonRpcMessages(body: unknown): JsonRpcMessages {
   const batch = Array.isArray(body) ? body : [body];
   if (batch.length > MAX_BATCH_SIZE) return { ok: false, refusal: protocolRefusal('batch_too_large') };
   const value: JSONRPCMessage[] = [];
