@@ -6,7 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mcpDecideTarget, measureLoad, restTarget, type Target } from './load.ts';
+import { mcpDecideTarget, measureLoad, openAiTarget, restTarget, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 
 /**
@@ -20,9 +20,16 @@ const SECONDS = Number(process.env.BENCH_COMPARE_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_COMPARE_CONNECTIONS ?? 64);
 /** An upstream that answers after this long (BENCH_COMPARE_UPSTREAM_MS, e.g. 100 as a model would), or at once. */
 const UPSTREAM_MS = Number(process.env.BENCH_COMPARE_UPSTREAM_MS ?? 0);
-/** The door the gateways are measured through: `rest` (POST /v1/systemone), or `mcp` (a `decide` tool call). */
-const DOOR = process.env.BENCH_COMPARE_DOOR ?? 'rest';
-if (DOOR !== 'rest' && DOOR !== 'mcp') throw new Error(`BENCH_COMPARE_DOOR: rest or mcp, not ${DOOR}`);
+/** The doors a gateway can be measured through, each with the bench's three questions. */
+const DOORS = {
+  rest: { label: 'REST', target: restTarget },
+  openai: { label: 'the OpenAI door', target: openAiTarget },
+  mcp: { label: 'the MCP door (decide)', target: mcpDecideTarget },
+} as const;
+const doorName = process.env.BENCH_COMPARE_DOOR ?? 'rest';
+if (!Object.hasOwn(DOORS, doorName))
+  throw new Error(`BENCH_COMPARE_DOOR: one of ${Object.keys(DOORS).join(', ')}, not ${doorName}`);
+const DOOR = DOORS[doorName as keyof typeof DOORS];
 
 /** A checkout of `ref` in a temporary worktree, installed as a newcomer would (offline if it can). */
 function checkout(ref: string, dir: string): void {
@@ -107,7 +114,7 @@ async function main() {
         UPSTREAM: 'systemone',
         UPSTREAM_BASE_URL: upstream.url,
       });
-      return DOOR === 'mcp' ? mcpDecideTarget(name, server, key) : restTarget(name, server, key);
+      return DOOR.target(name, server, key);
     };
 
     /** Per trial, the medians of its rounds (and the resident set's highest rise in any of them). */
@@ -166,7 +173,7 @@ async function main() {
     const paired = (name: string, field: 'rps' | 'cpu') =>
       trials.map((t) => (t[nowName]?.[field] as number) / (t[name]?.[field] as number));
     const lines = [
-      `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the ${others.length + 2} targets in turn, the gateways through ${DOOR === 'mcp' ? 'the MCP door (decide)' : 'REST'}${UPSTREAM_MS > 0 ? `, the upstream answering after ${UPSTREAM_MS} ms` : ''}; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned (no taskset or one CPU)'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
+      `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the ${others.length + 2} targets in turn, the gateways through ${DOOR.label}${UPSTREAM_MS > 0 ? `, the upstream answering after ${UPSTREAM_MS} ms` : ''}; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned (no taskset or one CPU)'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
       '',
       '| target | req/s | CPU µs/req | × relay req/s | RSS rise per connection |',
       '| --- | ---: | ---: | ---: | ---: |',

@@ -1,6 +1,6 @@
 import autocannon from 'autocannon';
 import type { Running } from './processes.ts';
-import { BENCH_REQUEST } from './request.ts';
+import { BENCH_OPENAI_REQUEST, BENCH_REQUEST } from './request.ts';
 
 /** An endpoint under load, and the process serving it (whose CPU time is counted). */
 export interface Target {
@@ -26,6 +26,17 @@ export function restTarget(name: string, server: Running, apiKey?: string): Targ
     url: `${server.url}/v1/systemone`,
     headers: apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` },
     body: JSON.stringify(BENCH_REQUEST),
+  };
+}
+
+/** `POST /openai/v1/decisions` of a gateway with the bench's three questions in OpenAI's shape. */
+export function openAiTarget(name: string, server: Running, apiKey: string): Target {
+  return {
+    name,
+    server,
+    url: `${server.url}/openai/v1/decisions`,
+    headers: { authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify(BENCH_OPENAI_REQUEST),
   };
 }
 

@@ -12,9 +12,16 @@ import {
   THREE_BUDGETS,
   updateDocSection,
 } from './bench-support.ts';
-import { type LoadResult, loadCount, mcpDecideTarget, measureLoad, type Target } from './load.ts';
+import {
+  type LoadResult,
+  loadCount,
+  mcpDecideTarget,
+  measureLoad,
+  openAiTarget,
+  type Target,
+} from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
-import { BENCH_OPENAI_REQUEST, BENCH_REQUEST, benchPhoto } from './request.ts';
+import { BENCH_REQUEST, benchPhoto } from './request.ts';
 import { runUsageVolumeBench } from './usage-volume.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -260,13 +267,7 @@ async function main() {
         body: photo.body,
       },
       { name: 'gateway tRPC', server: gateway, url: trpcCall.url, headers: auth, body: trpcCall.body },
-      {
-        name: 'gateway OpenAI door',
-        server: gateway,
-        url: `${gateway.url}/openai/v1/decisions`,
-        headers: auth,
-        body: JSON.stringify(BENCH_OPENAI_REQUEST),
-      },
+      openAiTarget('gateway OpenAI door', gateway, apiKey),
       mcp,
       { name: 'gateway lexical', server: lexical, url: `${lexical.url}/v1/systemone`, headers: auth, body },
       {
