@@ -346,4 +346,59 @@ describe('a drain under keep-alive load', () => {
     expect(served).toBeGreaterThan(100);
     expect(answeredWhileDraining).toBeGreaterThan(0);
   }, 60_000);
+
+  it('a request that arrives while draining is answered 503 even while its body is still coming: the connection closes lingering, never with a reset', async () => {
+    const { running, url } = await gateway(workdir(), {
+      RATE_LIMIT_PER_MINUTE: '0',
+      SHUTDOWN_TIMEOUT_MS: '10000',
+    });
+    const { key } = await createKey(url, null);
+    const { hostname, port } = new URL(url);
+    // Connected before the drain, so the request meets the draining gateway on an open connection.
+    const socket = connect(Number(port), hostname);
+    cleanups.push(() => void socket.destroy());
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    let received = '';
+    let failed: string | undefined;
+    socket.on('data', (data) => {
+      received += data.toString('latin1');
+    });
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      failed = error.code;
+    });
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    running.child.kill('SIGTERM');
+    for (let waited = 0; !running.logs().some((l) => String(l.msg).startsWith('draining')); waited += 20) {
+      if (waited > 30_000) throw new Error('the gateway never began its drain');
+      await sleep(20);
+    }
+    // Not reading until the body is all sent: a gateway that closed at once, its 503 written and
+    // the body still arriving, would reset the connection, and a reset drops what the client had
+    // received but not read.
+    socket.pause();
+    const total = 4 * 1024 * 1024;
+    socket.write(
+      `POST /v1/systemone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`,
+    );
+    const chunk = Buffer.alloc(256 * 1024, 0x20);
+    await new Promise<void>((resolve) => {
+      let sent = 0;
+      const pump = () => {
+        while (sent < total && !socket.destroyed) {
+          sent += chunk.length;
+          if (!socket.write(chunk)) return void socket.once('drain', pump);
+        }
+        resolve();
+      };
+      pump();
+    });
+    socket.resume();
+    await closed;
+    expect(failed).toBeUndefined();
+    const answer = parseRaw(received);
+    expect(answer.status).toBe(503);
+    expect(answer.headers.connection).toBe('close');
+    expect(answer.body).toMatchObject({ code: 50300, error: { type: 'unavailable' } });
+    expect(await running.exited).toBe(0);
+  });
 });

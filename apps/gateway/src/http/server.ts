@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { failure, type UpstreamHealth } from '@decision-gateway/contract';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Logger } from 'pino';
@@ -29,6 +30,7 @@ import { traceRequests } from '../telemetry/request-spans.ts';
 import { traceIdsOf, tracingOn } from '../telemetry/spans.ts';
 import type { UsageReports } from '../usage/reports.ts';
 import { createConnections, newRequestId } from './connections.ts';
+import { closeLingering } from './lingering-close.ts';
 import { createPathTable } from './path-table.ts';
 
 export interface Gateway {
@@ -143,9 +145,14 @@ export function buildServer(services: GatewayServices): Gateway {
   });
 
   // While draining, every response (in-flight ones too) closes its connection, so keep-alive
-  // clients let go and the server can finish closing instead of waiting out idle sockets.
+  // clients let go and the server can finish closing instead of waiting out idle sockets. A 503
+  // answered before its body was all read closes lingering: closed at once, the body still
+  // arriving would reset the connection, and the client would lose the 503.
   app.addHook('onSend', (request, reply, payload, done) => {
-    if (state.draining) reply.header('connection', 'close');
+    if (state.draining) {
+      reply.header('connection', 'close');
+      if (!request.raw.complete) closeLingering(request.raw.socket as Socket);
+    }
     // What the gateway itself added to this request: everything but the upstream call.
     const overhead = performance.now() - request.startedAt - upstreamMsOf(request.outcome);
     reply.header('x-gateway-overhead-ms', overhead.toFixed(3));
