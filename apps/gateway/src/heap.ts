@@ -6,8 +6,9 @@ import { setFlagsFromString } from 'node:v8';
  * next to allocating, as it is under load. With a slow upstream every request in flight lives
  * through a scavenge or two, so what it held while waiting is promoted, and with the fourfold
  * limit that garbage lifted the resident set by ~370 KB for each request in flight. Twofold keeps
- * it to ~70–90 KB for a few per cent of throughput on that path, and nothing measurable on a fast
- * one (docs/performance.md, "The heap's growing factor").
+ * it to ~70–90 KB in the median of trials (at most ~190 KB, wherever a run catches the cycle) for a
+ * few per cent of throughput on that path, and nothing measurable on a fast one
+ * (docs/performance.md, "The heap's growing factor").
  */
 export const HEAP_GROWING_PERCENT = 100;
 
