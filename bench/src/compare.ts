@@ -6,6 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { THREE_BUDGETS } from './bench-support.ts';
 import { mcpDecideTarget, measureLoad, openAiTarget, restTarget, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 
@@ -42,25 +43,30 @@ function checkout(ref: string, dir: string): void {
     execFileSync('pnpm', ['install', '--frozen-lockfile'], { cwd: dir, stdio: 'inherit' });
 }
 
-/** A key in a new SQLite file, made by that checkout's own CLI (its own schema and hashing). */
+/** With BENCH_COMPARE_BUDGETS=3, the key holds the bench's three hard budgets (docs/budgets.md). */
+const budgets = process.env.BENCH_COMPARE_BUDGETS ?? '0';
+if (budgets !== '0' && budgets !== '3') throw new Error(`BENCH_COMPARE_BUDGETS: 0 or 3, not ${budgets}`);
+
+/**
+ * A key in a new SQLite file, made by that checkout's own CLI (its own schema and hashing), with
+ * the bench's three hard budgets when asked for.
+ */
 function createKey(checkoutDir: string, databaseFile: string): string {
-  const out = execFileSync(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      join(checkoutDir, 'apps/gateway/src/cli/keys.ts'),
-      'create',
-      '--name',
-      'compare',
-      '--credits',
-      '1000000000',
-      '--json',
-    ],
-    { cwd: join(checkoutDir, 'apps/gateway'), env: { ...process.env, DATABASE_URL: `file:${databaseFile}` } },
-  ).toString();
-  const key = (JSON.parse(out) as { key?: unknown }).key;
-  if (typeof key !== 'string') throw new Error(`no key from ${checkoutDir}'s CLI:\n${out}`);
+  const cli = (...args: string[]) =>
+    execFileSync(
+      process.execPath,
+      ['--import', 'tsx', join(checkoutDir, 'apps/gateway/src/cli/keys.ts'), ...args],
+      {
+        cwd: join(checkoutDir, 'apps/gateway'),
+        env: { ...process.env, DATABASE_URL: `file:${databaseFile}` },
+      },
+    ).toString();
+  const out = cli('create', '--name', 'compare', '--credits', '1000000000', '--json');
+  const { id, key } = JSON.parse(out) as { id?: unknown; key?: unknown };
+  if (typeof key !== 'string' || typeof id !== 'string')
+    throw new Error(`no key from ${checkoutDir}'s CLI:\n${out}`);
+  if (budgets === '3')
+    for (const budget of THREE_BUDGETS) cli('budget', 'set', id, budget.window, String(budget.limit));
   return key;
 }
 
@@ -173,7 +179,7 @@ async function main() {
     const paired = (name: string, field: 'rps' | 'cpu') =>
       trials.map((t) => (t[nowName]?.[field] as number) / (t[name]?.[field] as number));
     const lines = [
-      `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the ${others.length + 2} targets in turn, the gateways through ${DOOR.label}${UPSTREAM_MS > 0 ? `, the upstream answering after ${UPSTREAM_MS} ms` : ''}; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned (no taskset or one CPU)'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
+      `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the ${others.length + 2} targets in turn, the gateways through ${DOOR.label}${budgets === '3' ? ' on a key with three hard budgets' : ''}${UPSTREAM_MS > 0 ? `, the upstream answering after ${UPSTREAM_MS} ms` : ''}; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned (no taskset or one CPU)'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
       '',
       '| target | req/s | CPU µs/req | × relay req/s | RSS rise per connection |',
       '| --- | ---: | ---: | ---: | ---: |',

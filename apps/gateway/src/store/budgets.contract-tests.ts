@@ -264,6 +264,48 @@ export function budgetContract(name: string, open: () => Promise<StoreFixture>) 
         expect(await spent(store, holder as BudgetHolder, now)).toEqual([['day', 1_500_000]]);
       }));
 
+    it('writes that share a commit each see the ones before them: debits, then a refund', () =>
+      withStore(async ({ store }) => {
+        const events: BudgetEvent[] = [];
+        store.onBudgetEvent = (event) => events.push(event);
+        const key = newKey();
+        await store.createKey(key);
+        const now = Date.now();
+        const holder = { kind: 'key', id: key.id } as const;
+        await store.setBudgets(holder, [{ window: 'day', limitMicro: MICRO, mode: 'soft' }], now);
+        const costs = [500_000, 300_000, 100_000, 200_000];
+        const holds = await Promise.all(
+          costs.map((cost, i) => store.reserve(key.id, `b_${i}`, cost, now, now - 60_000)),
+        );
+        // Settled together, without a turn between them: the store may run them in one commit.
+        await Promise.all(
+          holds.map((held, i) => {
+            if (!held.ok) throw new Error('a soft budget never refuses');
+            return store.settle(
+              held.reservationId,
+              usageEntry(key.id, `b_${i}`, costs[i] as number, now),
+              now - 60_000,
+            );
+          }),
+        );
+        expect(events).toEqual([
+          { kind: 'crossing', holder, window: 'day', threshold: 0.8 },
+          { kind: 'crossing', holder, window: 'day', threshold: 1 },
+        ]);
+        expect(await spent(store, holder, now)).toEqual([['day', 1_100_000]]);
+
+        // A refund (0.5 answered a failure after all) and the next debit together: 0.6 + 0.3.
+        events.length = 0;
+        const next = await store.reserve(key.id, 'after', 300_000, now, now - 60_000);
+        if (!next.ok) throw new Error('a soft budget never refuses');
+        await Promise.all([
+          store.release(null, { ...usageEntry(key.id, 'b_0', 0, now), status: 503 }),
+          store.settle(next.reservationId, usageEntry(key.id, 'after', 300_000, now), now - 60_000),
+        ]);
+        expect(await spent(store, holder, now)).toEqual([['day', 900_000]]);
+        expect(events).toEqual([{ kind: 'crossing', holder, window: 'day', threshold: 0.8 }]);
+      }));
+
     it('a budget set mid-window counts what was spent in it; a refunded debit leaves it', () =>
       withStore(async ({ store }) => {
         const key = newKey();

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { usageEntry } from '../store.contract-tests.ts';
+import type { BudgetEvent } from '../store.ts';
 import { MIGRATIONS } from './migrations.ts';
 import { migrate, openSqliteStore } from './sqlite-store.ts';
 
@@ -205,6 +206,42 @@ describe('SQLite store', () => {
     // After a complete checkpoint the next writer starts the WAL over: it holds about one round.
     expect(walSizes[0]).toBeLessThan(1_000 * 4096);
     expect(walSizes.at(-1)).toBeLessThanOrEqual((walSizes[0] as number) * 1.5);
+    await store.close();
+  });
+
+  it('a write that fails midway in a shared commit leaves the next one the budget as the file holds it', async () => {
+    const path = join(dir, 'g.db');
+    const store = openSqliteStore(path);
+    const events: BudgetEvent[] = [];
+    store.onBudgetEvent = (event) => events.push(event);
+    await store.createKey(keyRecord(10_000_000));
+    const now = Date.now();
+    const holder = { kind: 'key', id: 'key_1' } as const;
+    await store.setBudgets(holder, [{ window: 'day', limitMicro: 1_000_000, mode: 'soft' }], now);
+    // A fault in the file: this request's usage record cannot be written, after its debit was counted.
+    const db = new Database(path);
+    db.exec(`CREATE TRIGGER poisoned BEFORE INSERT ON usage_records WHEN NEW.request_id = 'poisoned'
+             BEGIN SELECT RAISE(ABORT, 'poisoned record'); END`);
+    db.close();
+    const costs = { first: 500_000, poisoned: 400_000, next: 300_000 };
+    const settles = await Promise.allSettled(
+      (
+        await Promise.all(
+          Object.entries(costs).map(async ([id, cost]) => {
+            const held = await store.reserve('key_1', id, cost, now, now - 60_000);
+            if (!held.ok) throw new Error('a soft budget never refuses');
+            return { id, cost, reservationId: held.reservationId };
+          }),
+        )
+      ).map(({ id, cost, reservationId }) =>
+        store.settle(reservationId, usageEntry('key_1', id, cost, now), now - 60_000),
+      ),
+    );
+    expect(settles.map((settled) => settled.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    // 0.5 + 0.3 spent: the poisoned debit undone, in the file and in what the next settle counted
+    // from (0.5 → 0.8 crosses 80 %, not 0.9 → 1.2); the poisoned request still holds its 0.4.
+    expect((await store.budgets(holder, now, now)).map((b) => b.spentMicro)).toEqual([800_000 + 400_000]);
+    expect(events).toEqual([{ kind: 'crossing', holder, window: 'day', threshold: 0.8 }]);
     await store.close();
   });
 
