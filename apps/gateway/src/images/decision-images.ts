@@ -8,6 +8,7 @@ import {
   inspectImage,
   type KeptImage,
 } from '@decision-gateway/contract';
+import { isStandardBase64 } from './base64.ts';
 
 /** Where a rule broken is reported: the image's path in the request as its caller wrote it. */
 type IssuePath = (string | number)[];
@@ -26,9 +27,6 @@ export interface ImageIssue {
   path: IssuePath;
   message: string;
 }
-
-/** Standard base64, padded: what `data_base64` and a data URL carry. */
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /**
  * Each image checked from its bytes (docs/images.md#rules): base64, format by magic bytes (and as
@@ -77,7 +75,7 @@ function checkImage(source: ImageSource): { image: DecisionImage; bytes?: Uint8A
     if (source.base64.length === 0) return 'the image is empty';
     if ((source.base64.length / 4) * 3 > IMAGE_LIMITS.maxImageBytes + 2)
       return `the image is larger than ${IMAGE_LIMITS.maxImageBytes} bytes`;
-    if (!BASE64.test(source.base64))
+    if (!isStandardBase64(source.base64))
       return 'is not valid standard base64 (A–Z, a–z, 0–9, +, /, padded with =)';
     base64 = source.base64;
     bytes = Buffer.from(base64, 'base64');
