@@ -3,11 +3,19 @@
 // different runs (or on different machines) move by more than the changes they are meant to show;
 // side by side, round by round, they do not. See docs/performance.md.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { THREE_BUDGETS } from './bench-support.ts';
-import { mcpDecideTarget, measureLoad, openAiTarget, restTarget, type Target } from './load.ts';
+import {
+  imagesGatewayConfig,
+  mcpDecideTarget,
+  measureLoad,
+  openAiTarget,
+  photoTarget,
+  restTarget,
+  type Target,
+} from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 
 /**
@@ -22,15 +30,24 @@ const CONNECTIONS = Number(process.env.BENCH_COMPARE_CONNECTIONS ?? 64);
 /** An upstream that answers after this long (BENCH_COMPARE_UPSTREAM_MS, e.g. 100 as a model would), or at once. */
 const UPSTREAM_MS = Number(process.env.BENCH_COMPARE_UPSTREAM_MS ?? 0);
 /** The doors a gateway can be measured through, each with the bench's three questions. */
-const DOORS = {
+const DOORS: Record<
+  string,
+  {
+    label: string;
+    target: (name: string, server: Running, key: string) => Target | Promise<Target>;
+    /** Its gateway's upstream takes images (a configuration file in place of UPSTREAM). */
+    images?: true;
+  }
+> = {
   rest: { label: 'REST', target: restTarget },
   openai: { label: 'the OpenAI door', target: openAiTarget },
   mcp: { label: 'the MCP door (decide)', target: mcpDecideTarget },
-} as const;
+  images: { label: 'REST, one 1 MB JPEG a request (multipart)', target: photoTarget, images: true },
+};
 const doorName = process.env.BENCH_COMPARE_DOOR ?? 'rest';
 if (!Object.hasOwn(DOORS, doorName))
   throw new Error(`BENCH_COMPARE_DOOR: one of ${Object.keys(DOORS).join(', ')}, not ${doorName}`);
-const DOOR = DOORS[doorName as keyof typeof DOORS];
+const DOOR = DOORS[doorName] as (typeof DOORS)[string];
 
 /** A checkout of `ref` in a temporary worktree, installed as a newcomer would (offline if it can). */
 function checkout(ref: string, dir: string): void {
@@ -109,6 +126,8 @@ async function main() {
     processes.push(upstream);
     const otherKeys = others.map((other, i) => createKey(other.dir, join(dir, `checkout-${i}.db`)));
     const nowKey = createKey(repoRoot, join(dir, 'now.db'));
+    const imagesConfig = join(dir, 'images.yaml');
+    writeFileSync(imagesConfig, imagesGatewayConfig(upstream.url));
     const relayName = 'baseline relay';
     const nowName = 'gateway (this checkout)';
     const gateway = async (name: string, checkoutDir: string, file: string, key: string): Promise<Target> => {
@@ -117,8 +136,9 @@ async function main() {
         RATE_LIMIT_PER_MINUTE: '0',
         LOG_LEVEL: 'info',
         PORT: '0',
-        UPSTREAM: 'systemone',
-        UPSTREAM_BASE_URL: upstream.url,
+        ...(DOOR.images
+          ? { GATEWAY_CONFIG: imagesConfig }
+          : { UPSTREAM: 'systemone', UPSTREAM_BASE_URL: upstream.url }),
       });
       return DOOR.target(name, server, key);
     };

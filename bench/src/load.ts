@@ -1,6 +1,6 @@
 import autocannon from 'autocannon';
 import type { Running } from './processes.ts';
-import { BENCH_OPENAI_REQUEST, BENCH_REQUEST } from './request.ts';
+import { BENCH_OPENAI_REQUEST, BENCH_REQUEST, benchPhoto } from './request.ts';
 
 /** An endpoint under load, and the process serving it (whose CPU time is counted). */
 export interface Target {
@@ -39,6 +39,29 @@ export function openAiTarget(name: string, server: Running, apiKey: string): Tar
     body: JSON.stringify(BENCH_OPENAI_REQUEST),
   };
 }
+
+/** The bench's photo request, made once: every gateway measured is sent the same bytes. */
+let photo: ReturnType<typeof benchPhoto> | undefined;
+
+/**
+ * `POST /v1/systemone` of a gateway whose upstream takes images (`imagesGatewayConfig`), with the
+ * bench's 1 MB JPEG as a multipart request.
+ */
+export async function photoTarget(name: string, server: Running, apiKey: string): Promise<Target> {
+  photo ??= benchPhoto();
+  const { body, contentType } = await photo;
+  return {
+    name,
+    server,
+    url: `${server.url}/v1/systemone`,
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': contentType },
+    body,
+  };
+}
+
+/** The configuration of a gateway whose one upstream, a System One service, takes images. */
+export const imagesGatewayConfig = (upstreamUrl: string) =>
+  `upstreams:\n  vision: { kind: systemone, baseUrl: "${upstreamUrl}", images: true }\nroutes:\n  default: { upstreams: [vision] }\n`;
 
 /**
  * A `decide` tool call of the bench's request in one MCP session of a gateway, opened as an MCP

@@ -13,15 +13,17 @@ import {
   updateDocSection,
 } from './bench-support.ts';
 import {
+  imagesGatewayConfig,
   type LoadResult,
   loadCount,
   mcpDecideTarget,
   measureLoad,
   openAiTarget,
+  photoTarget,
   type Target,
 } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
-import { BENCH_REQUEST, benchPhoto } from './request.ts';
+import { BENCH_REQUEST } from './request.ts';
 import { runUsageVolumeBench } from './usage-volume.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -164,17 +166,13 @@ async function main() {
     // Images (docs/images.md): a gateway whose upstream takes them, sent one 1 MB JPEG a request as
     // multipart (REST's JSON keeps 32 KiB). Its own file, key and configuration.
     const imagesConfig = join(dir, 'images.yaml');
-    writeFileSync(
-      imagesConfig,
-      `upstreams:\n  vision: { kind: systemone, baseUrl: "${upstream.url}", images: true }\nroutes:\n  default: { upstreams: [vision] }\n`,
-    );
+    writeFileSync(imagesConfig, imagesGatewayConfig(upstream.url));
     const imagesKey = await createBenchKey(join(dir, 'images.db'));
     const imaged = await started('gateway (images)', 'apps/gateway/src/main.ts', {
       ...gatewayEnv,
       DATABASE_URL: `file:${join(dir, 'images.db')}`,
       GATEWAY_CONFIG: imagesConfig,
     });
-    const photo = await benchPhoto();
     // An upstream that answers after 100 ms, with its own relay and REST gateway (file and key).
     const slowUpstream = await started('stand-in upstream (100 ms)', 'bench/src/stand-in-upstream.ts', {
       DELAY_MS: String(SLOW_UPSTREAM_MS),
@@ -259,13 +257,7 @@ async function main() {
         headers: { authorization: `Bearer ${budgetedKey}` },
         body,
       },
-      {
-        name: 'gateway REST 1 MB JPEG',
-        server: imaged,
-        url: `${imaged.url}/v1/systemone`,
-        headers: { authorization: `Bearer ${imagesKey}`, 'content-type': photo.contentType },
-        body: photo.body,
-      },
+      await photoTarget('gateway REST 1 MB JPEG', imaged, imagesKey),
       { name: 'gateway tRPC', server: gateway, url: trpcCall.url, headers: auth, body: trpcCall.body },
       openAiTarget('gateway OpenAI door', gateway, apiKey),
       mcp,

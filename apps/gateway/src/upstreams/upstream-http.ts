@@ -10,6 +10,7 @@ import {
   traceIdsOf,
   type UpstreamIdentity,
 } from '../telemetry/spans.ts';
+import { jsonBody } from './json-body.ts';
 import { nativeErrorReason } from './native-errors.ts';
 import {
   type BackoffOptions,
@@ -287,7 +288,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
       // The bytes once, kept for retries: a string body would be held while the upstream thinks and
       // copied to bytes again by every attempt (docs/performance.md: what a request holds is what
       // each scavenge copies).
-      const ending = await exchange(path, Buffer.from(JSON.stringify(payload)), call);
+      const ending = await exchange(path, jsonBody(payload), call);
       const result = toResult(ending);
       if (!result.ok) {
         const upstreamRequestId = 'upstreamRequestId' in ending ? ending.upstreamRequestId : undefined;

@@ -9,6 +9,7 @@ import {
   unreachable,
 } from '@decision-gateway/contract';
 import { choiceLabels } from '@decision-gateway/questions';
+import { Base64Text } from '../../json-body.ts';
 
 /**
  * The gateway's request in Google's Gemini Decisions shape (`Decisions.CreateDecisionRequest` of
@@ -20,7 +21,7 @@ import { choiceLabels } from '@decision-gateway/questions';
 const textOf = (content: Content) => (typeof content === 'string' ? content : JSON.stringify(content));
 
 type TextContent = { type: 'text'; text: string };
-type ImageContent = { type: 'image'; mime_type?: string; data?: string; uri?: string };
+type ImageContent = { type: 'image'; mime_type?: string; data?: Base64Text; uri?: string };
 export type GeminiInput = string | (TextContent | ImageContent)[];
 
 /**
@@ -37,7 +38,7 @@ export function inputOf(
     contents.push({ type: 'text', text: `Image ${image.ref}:` });
     contents.push(
       image.source === 'bytes'
-        ? { type: 'image', mime_type: mimeTypeOf(image.format), data: image.base64 }
+        ? { type: 'image', mime_type: mimeTypeOf(image.format), data: new Base64Text(image.base64) }
         : { type: 'image', uri: image.url },
     );
   }

@@ -13,6 +13,7 @@ import {
   unreachable,
 } from '@decision-gateway/contract';
 import { choiceLabels } from '@decision-gateway/questions';
+import { Base64Text } from '../../json-body.ts';
 
 /**
  * The gateway's request in OpenAI's Decisions shape, and OpenAI's answers in the gateway's
@@ -32,8 +33,10 @@ export function inputOf(state: EvaluationRequest['state']): OpenAiDecisionReques
 }
 
 /** An image as an `input_image` part: a data URL of its bytes, or its URL. */
-export function imageUrlOf(image: DecisionImage): string {
-  return image.source === 'url' ? image.url : `data:${mimeTypeOf(image.format)};base64,${image.base64}`;
+export function imageUrlOf(image: DecisionImage): string | Base64Text {
+  return image.source === 'url'
+    ? image.url
+    : new Base64Text(image.base64, `data:${mimeTypeOf(image.format)};base64,`);
 }
 
 /**
@@ -43,13 +46,13 @@ export function imageUrlOf(image: DecisionImage): string {
 export function inputWithImages(
   state: EvaluationRequest['state'],
   images: readonly DecisionImage[],
-): OpenAiDecisionRequest['input'] {
+): SentInput {
   const stated = inputOf(state);
   const first =
     typeof stated === 'string'
       ? [{ type: 'input_text' as const, text: stated }]
       : ((stated[0] as { content: OpenAiUserPart[] }).content ?? []);
-  const parts: OpenAiUserPart[] = [...first];
+  const parts: (OpenAiUserPart | SentImagePart)[] = [...first];
   for (const image of images) {
     parts.push({ type: 'input_text', text: `Image ${image.ref}:` });
     parts.push({
@@ -60,6 +63,16 @@ export function inputWithImages(
   }
   return [{ role: 'user', content: parts }];
 }
+
+/** An image part as sent: its data URL's base64 is spliced into the body as bytes (json-body.ts). */
+type SentImagePart = Omit<Extract<OpenAiUserPart, { type: 'input_image' }>, 'image_url'> & {
+  image_url: string | Base64Text;
+};
+type SentInput =
+  | OpenAiDecisionRequest['input']
+  | { role: 'user'; content: (OpenAiUserPart | SentImagePart)[] }[];
+/** The body as sent: OpenAI's request, with an image's data URL as a Base64Text. */
+export type SentDecisionRequest = Omit<OpenAiDecisionRequest, 'input'> & { input: SentInput };
 
 type OpenAiUserPart = Extract<
   Extract<OpenAiDecisionRequest['input'], unknown[]>[number],
@@ -139,7 +152,7 @@ export function decisionsBody(
   model: string,
   original: OpenAiAsWritten | undefined,
   images?: readonly DecisionImage[],
-): { body: OpenAiDecisionRequest; ids: string[] } {
+): { body: SentDecisionRequest; ids: string[] } {
   const ids = Object.keys(request.questions);
   if (original) {
     const { body } = original;

@@ -18,6 +18,7 @@ import {
   type UpstreamCall,
   type UpstreamOutcome,
 } from '@decision-gateway/questions';
+import { Base64Text } from '../../json-body.ts';
 import type { UpstreamHttp } from '../../upstream-http.ts';
 import {
   type Ask,
@@ -201,7 +202,7 @@ function userContent(prompt: string, images: readonly DecisionImage[] | undefine
     parts.push({
       type: 'image_url',
       image_url: {
-        url: `data:${mimeTypeOf(image.format)};base64,${image.base64}`,
+        url: new Base64Text(image.base64, `data:${mimeTypeOf(image.format)};base64,`),
         ...(image.detail === 'low' || image.detail === 'high' || image.detail === 'auto'
           ? { detail: image.detail }
           : {}),

@@ -7,6 +7,7 @@ import {
 import type { ImageCapabilities, Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
 import type { ResponseFacts } from '../../../telemetry/spans.ts';
 import { invalidAnswer } from '../../invalid-answer.ts';
+import { Base64Text } from '../../json-body.ts';
 import type { UpstreamHttp } from '../../upstream-http.ts';
 import { usageFacts } from '../fields.ts';
 
@@ -45,7 +46,7 @@ export function assetsOf(images: readonly DecisionImage[]): Record<string, unkno
   for (const image of images) {
     // Capabilities keep URL images from this kind (imageUrls is false unless configured).
     if (image.source !== 'bytes') continue;
-    assets[image.ref] = { type: 'image', format: image.format, data_base64: image.base64 };
+    assets[image.ref] = { type: 'image', format: image.format, data_base64: new Base64Text(image.base64) };
   }
   return assets;
 }
