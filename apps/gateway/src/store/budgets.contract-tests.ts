@@ -34,6 +34,15 @@ async function request(
   return { held, debit };
 }
 
+/** A new key in `store`, and the budget events the store tells from now on. */
+async function keyTellingEvents(store: Store) {
+  const events: BudgetEvent[] = [];
+  store.onBudgetEvent = (event) => events.push(event);
+  const key = newKey();
+  await store.createKey(key);
+  return { key, events, now: Date.now() };
+}
+
 async function spent(store: Store, holder: BudgetHolder, now: number) {
   return (await store.budgets(holder, now, now - 60_000)).map((b) => [b.window, b.spentMicro]);
 }
@@ -220,11 +229,7 @@ export function budgetContract(name: string, open: () => Promise<StoreFixture>) 
 
     it('a settle never takes a hard budget past its limit: the debit is capped and the excess told', () =>
       withStore(async ({ store }) => {
-        const events: BudgetEvent[] = [];
-        store.onBudgetEvent = (event) => events.push(event);
-        const key = newKey();
-        await store.createKey(key);
-        const now = Date.now();
+        const { key, events, now } = await keyTellingEvents(store);
         const held = await store.reserve(key.id, 'r', 500_000, now, now - 60_000);
         if (!held.ok) throw new Error('no budget yet: the balance covers it');
         // A budget set while the request was in flight: it can take only 0.3 more.
@@ -244,11 +249,7 @@ export function budgetContract(name: string, open: () => Promise<StoreFixture>) 
 
     it('a soft budget never refuses; crossing 80% and 100% is told once each', () =>
       withStore(async ({ store }) => {
-        const events: BudgetEvent[] = [];
-        store.onBudgetEvent = (event) => events.push(event);
-        const key = newKey();
-        await store.createKey(key);
-        const now = Date.now();
+        const { key, events, now } = await keyTellingEvents(store);
         await store.setBudgets(
           { kind: 'key', id: key.id },
           [{ window: 'day', limitMicro: MICRO, mode: 'soft' }],
@@ -266,11 +267,7 @@ export function budgetContract(name: string, open: () => Promise<StoreFixture>) 
 
     it('writes that share a commit each see the ones before them: debits, then a refund', () =>
       withStore(async ({ store }) => {
-        const events: BudgetEvent[] = [];
-        store.onBudgetEvent = (event) => events.push(event);
-        const key = newKey();
-        await store.createKey(key);
-        const now = Date.now();
+        const { key, events, now } = await keyTellingEvents(store);
         const holder = { kind: 'key', id: key.id } as const;
         await store.setBudgets(holder, [{ window: 'day', limitMicro: MICRO, mode: 'soft' }], now);
         const costs = [500_000, 300_000, 100_000, 200_000];
