@@ -1,22 +1,19 @@
-/** Each byte of standard base64's alphabet (RFC 4648 §4): A–Z, a–z, 0–9, + and /. */
-const ALPHABET = new Uint8Array(256);
-for (const char of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/')
-  ALPHABET[char.charCodeAt(0)] = 1;
-const EQUALS = '='.charCodeAt(0);
-
 /**
- * Whether `text` is standard base64, padded: characters of the alphabet in groups of four, the
- * last group ending in `=` or `==` if it is short. A loop over the text's bytes, since a regular
- * expression scanned a 1 MB image's text at about 200 MB/s, ~6 ms of the serving thread, where
- * this takes about a sixth of that (docs/performance.md#images).
+ * The bytes of `text` if it is standard base64, padded (A–Z, a–z, 0–9, + and / in groups of
+ * four, the last ending in `=` or `==` if it is short); otherwise undefined.
+ *
+ * Node's decoder is lenient: it skips characters outside the alphabet, takes `-` and `_` (the
+ * URL-safe alphabet), stops at a `=` out of place and reads a character beyond Latin-1 by its low
+ * byte. So the rule is checked around it: ASCII only, neither `-` nor `_`, and exactly as many
+ * bytes as the text's length and padding promise (a character skipped, or a `=` out of place,
+ * gives fewer). A regular expression took ~7.8 ms of the serving thread for a 1 MB image's text,
+ * scanning at ~200 MB/s; this takes ~0.3 ms, decoding included (docs/performance.md#images).
  */
-export function isStandardBase64(text: string): boolean {
+export function decodeStandardBase64(text: string): Buffer | undefined {
   const length = text.length;
-  if (length % 4 !== 0) return false;
-  const bytes = Buffer.from(text, 'utf8');
-  // Outside ASCII: refused here, where its UTF-8 is longer than its text.
-  if (bytes.length !== length) return false;
-  const padding = bytes[length - 1] === EQUALS ? (bytes[length - 2] === EQUALS ? 2 : 1) : 0;
-  for (let i = 0; i < length - padding; i++) if (ALPHABET[bytes[i] as number] !== 1) return false;
-  return true;
+  if (length % 4 !== 0 || text.includes('-') || text.includes('_')) return undefined;
+  if (Buffer.byteLength(text, 'utf8') !== length) return undefined;
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.length === (length / 4) * 3 - padding ? bytes : undefined;
 }

@@ -8,7 +8,7 @@ import {
   inspectImage,
   type KeptImage,
 } from '@decision-gateway/contract';
-import { isStandardBase64 } from './base64.ts';
+import { decodeStandardBase64 } from './base64.ts';
 
 /** Where a rule broken is reported: the image's path in the request as its caller wrote it. */
 type IssuePath = (string | number)[];
@@ -75,10 +75,10 @@ function checkImage(source: ImageSource): { image: DecisionImage; bytes?: Uint8A
     if (source.base64.length === 0) return 'the image is empty';
     if ((source.base64.length / 4) * 3 > IMAGE_LIMITS.maxImageBytes + 2)
       return `the image is larger than ${IMAGE_LIMITS.maxImageBytes} bytes`;
-    if (!isStandardBase64(source.base64))
-      return 'is not valid standard base64 (A–Z, a–z, 0–9, +, /, padded with =)';
+    const decoded = decodeStandardBase64(source.base64);
+    if (decoded === undefined) return 'is not valid standard base64 (A–Z, a–z, 0–9, +, /, padded with =)';
     base64 = source.base64;
-    bytes = Buffer.from(base64, 'base64');
+    bytes = decoded;
   }
   const facts = inspectImage(bytes);
   if (!facts.ok) return facts.reason;
