@@ -12,6 +12,7 @@ import {
   mcpDecideTarget,
   measureLoad,
   openAiTarget,
+  photoJsonTarget,
   photoTarget,
   restTarget,
   type Target,
@@ -43,6 +44,11 @@ const DOORS: Record<
   openai: { label: 'the OpenAI door', target: openAiTarget },
   mcp: { label: 'the MCP door (decide)', target: mcpDecideTarget },
   images: { label: 'REST, one 1 MB JPEG a request (multipart)', target: photoTarget, images: true },
+  'images-json': {
+    label: '/native, one 1 MB JPEG a request as base64 in JSON',
+    target: photoJsonTarget,
+    images: true,
+  },
 };
 const doorName = process.env.BENCH_COMPARE_DOOR ?? 'rest';
 if (!Object.hasOwn(DOORS, doorName))

@@ -59,6 +59,19 @@ export async function photoTarget(name: string, server: Running, apiKey: string)
   };
 }
 
+/** `POST /native/v1/systemone` of a gateway whose upstream takes images, the same photo as base64 in JSON. */
+export async function photoJsonTarget(name: string, server: Running, apiKey: string): Promise<Target> {
+  photo ??= benchPhoto();
+  const { json } = await photo;
+  return {
+    name,
+    server,
+    url: `${server.url}/native/v1/systemone`,
+    headers: { authorization: `Bearer ${apiKey}` },
+    body: json,
+  };
+}
+
 /** The configuration of a gateway whose one upstream, a System One service, takes images. */
 export const imagesGatewayConfig = (upstreamUrl: string) =>
   `upstreams:\n  vision: { kind: systemone, baseUrl: "${upstreamUrl}", images: true }\nroutes:\n  default: { upstreams: [vision] }\n`;

@@ -62,9 +62,10 @@ export const BENCH_OPENAI_REQUEST = {
 
 /**
  * The bench's photo request: a 1 MB JPEG (noise, so it does not compress) of the sizes a phone
- * sends, as a multipart body whose `request` part asks one noul about it (docs/images.md).
+ * sends, as a multipart body whose `request` part asks one noul about it (docs/images.md), or as
+ * the same request in JSON with the photo's base64 in it (as `/native` takes it).
  */
-export async function benchPhoto(): Promise<{ body: Buffer; contentType: string }> {
+export async function benchPhoto(): Promise<{ body: Buffer; contentType: string; json: string }> {
   const { default: sharp } = await import('sharp');
   const { randomBytes } = await import('node:crypto');
   const [width, height] = [1000, 750];
@@ -79,11 +80,15 @@ export async function benchPhoto(): Promise<{ body: Buffer; contentType: string 
       .jpeg({ quality })
       .toBuffer();
   }
-  const request = JSON.stringify({
+  const asked = {
     model: BENCH_REQUEST.model,
     state: { note: 'The customer says the parcel arrived crushed.', photo: 'parcel' },
     questions: { damaged: { type: 'noul', instructions: 'Is the parcel in photo damaged?' } },
-    assets: { parcel: { type: 'image', part: 'photo' } },
+  };
+  const request = JSON.stringify({ ...asked, assets: { parcel: { type: 'image', part: 'photo' } } });
+  const json = JSON.stringify({
+    ...asked,
+    assets: { parcel: { type: 'image', format: 'jpeg', data_base64: jpeg.toString('base64') } },
   });
   const boundary = 'dgbenchboundary';
   const body = Buffer.concat([
@@ -94,5 +99,5 @@ export async function benchPhoto(): Promise<{ body: Buffer; contentType: string 
     jpeg,
     Buffer.from(`\r\n--${boundary}--\r\n`),
   ]);
-  return { body, contentType: `multipart/form-data; boundary=${boundary}` };
+  return { body, contentType: `multipart/form-data; boundary=${boundary}`, json };
 }
