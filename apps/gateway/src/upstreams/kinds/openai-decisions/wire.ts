@@ -32,7 +32,7 @@ export function inputOf(state: EvaluationRequest['state']): OpenAiDecisionReques
   return JSON.stringify(state);
 }
 
-/** An image as an `input_image` part: a data URL of its bytes, or its URL. */
+/** An `input_image` part's URL: a data URL of the image's bytes (spliced in as bytes), or its URL. */
 export function imageUrlOf(image: DecisionImage): string | Base64Text {
   return image.source === 'url'
     ? image.url
