@@ -30,7 +30,7 @@ const SECONDS = Number(process.env.BENCH_COMPARE_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_COMPARE_CONNECTIONS ?? 64);
 /** An upstream that answers after this long (BENCH_COMPARE_UPSTREAM_MS, e.g. 100 as a model would), or at once. */
 const UPSTREAM_MS = Number(process.env.BENCH_COMPARE_UPSTREAM_MS ?? 0);
-/** The doors a gateway can be measured through, each with the bench's three questions. */
+/** The doors a gateway can be measured through: the bench's three questions, or its photo request. */
 const DOORS: Record<
   string,
   {
