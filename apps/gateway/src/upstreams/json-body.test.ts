@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import type { DecisionImage } from '@decision-gateway/contract';
 import { describe, expect, it } from 'vitest';
-import { Base64Text, jsonBody } from './json-body.ts';
+import { Base64Text, jsonBody, withImagesSpliced } from './json-body.ts';
 
 /** The payload with every Base64Text as its plain text: the JSON the body must be, byte for byte. */
 const plainly = (payload: unknown) => Buffer.from(JSON.stringify(payload));
@@ -52,5 +53,33 @@ describe('jsonBody', () => {
   it('is its whole text wherever else it is made JSON', () => {
     const text = new Base64Text('QUJD', 'data:image/gif;base64,');
     expect(JSON.stringify({ url: text })).toBe('{"url":"data:image/gif;base64,QUJD"}');
+  });
+
+  describe('withImagesSpliced', () => {
+    const base64 = randomBytes(30_000).toString('base64');
+    const image = { ref: 'image-0', source: 'bytes', format: 'png', base64 } as DecisionImage;
+    // A caller's body as its door parsed it (strings of its own, not the image's): the image as
+    // inline data and as a data URL, under a "__proto__" member, beside text.
+    const body = JSON.parse(
+      `{"input": [{"type": "image", "data": "${base64}"}, {"type": "input_image", "image_url": "data:image/png;base64,${base64}"}],
+        "questions": {"q": {"instructions": [{"text": "é “x”"}, {"url": "data:\\"odd\\n,${base64}"}]}},
+        "__proto__": {"data": "${base64}"}}`,
+    );
+
+    it("takes an image's base64 and its data URLs as bytes, and writes the body as it was", () => {
+      const sent = withImagesSpliced(body, [image]) as typeof body;
+      expect(sent.input[0].data).toBeInstanceOf(Base64Text);
+      expect(sent.input[1].image_url).toEqual(new Base64Text(base64, 'data:image/png;base64,'));
+      expect(Object.hasOwn(sent, '__proto__')).toBe(true);
+      // A prefix JSON would escape stays text.
+      expect(typeof sent.questions.q.instructions[1].url).toBe('string');
+      expect(jsonBody(sent).equals(plainly(body))).toBe(true);
+    });
+
+    it('leaves a body whose images are not given as bytes as the same value', () => {
+      const url = { ref: 'image-0', source: 'url', url: 'https://example.com/a.png' } as DecisionImage;
+      expect(withImagesSpliced(body, [url])).toBe(body);
+      expect(withImagesSpliced(body, undefined)).toBe(body);
+    });
   });
 });

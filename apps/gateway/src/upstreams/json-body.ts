@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { DecisionImage } from '@decision-gateway/contract';
 
 /** Stands for a `Base64Text` in the JSON text while `jsonBody` makes a body; no caller can guess it. */
 const MARK = `dg-base64-${randomUUID()}`;
@@ -26,6 +27,44 @@ export class Base64Text {
     met.push(this);
     return MARK;
   }
+}
+
+/**
+ * A caller's own body, passed through to an upstream of its shape, with the base64 of each of
+ * its images given as bytes as a `Base64Text`: a string that is an image's checked base64, or a
+ * data URL whose part after the comma is. Only those strings are taken, so nothing that needs
+ * escaping is spliced; the rest is the caller's body as it was (the same value when it has none).
+ */
+export function withImagesSpliced(body: unknown, images: readonly DecisionImage[] | undefined): unknown {
+  const base64s = new Set<string>();
+  for (const image of images ?? []) if (image.source === 'bytes') base64s.add(image.base64);
+  return base64s.size === 0 ? body : spliced(body, base64s);
+}
+
+/** A data URL's prefix that JSON writes as it is: printable ASCII, no quote, no backslash. */
+const PLAIN_PREFIX = /^data:[!#-[\]-~]*$/;
+
+function spliced(value: unknown, base64s: ReadonlySet<string>): unknown {
+  if (typeof value === 'string') {
+    if (base64s.has(value)) return new Base64Text(value);
+    const comma = value.startsWith('data:') ? value.indexOf(',') : -1;
+    const prefix = value.slice(0, comma + 1);
+    if (comma >= 0 && PLAIN_PREFIX.test(prefix) && base64s.has(value.slice(comma + 1)))
+      return new Base64Text(value.slice(comma + 1), prefix);
+    return value;
+  }
+  if (Array.isArray(value)) return value.map((item) => spliced(item, base64s));
+  if (typeof value !== 'object' || value === null) return value;
+  const copy: Record<string, unknown> = {};
+  // defineProperty: a caller's "__proto__" stays a member, as JSON.parse made it.
+  for (const [key, member] of Object.entries(value))
+    Object.defineProperty(copy, key, {
+      value: spliced(member, base64s),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  return copy;
 }
 
 /** `payload` as the bytes of its JSON, each `Base64Text` in it spliced in as bytes. */

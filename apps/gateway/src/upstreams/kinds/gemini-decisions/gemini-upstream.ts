@@ -1,6 +1,7 @@
 import { isGeminiAsWritten } from '@decision-gateway/contract';
 import type { ImageCapabilities, Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
 import { invalidAnswer } from '../../invalid-answer.ts';
+import { withImagesSpliced } from '../../json-body.ts';
 import type { UpstreamHttp } from '../../upstream-http.ts';
 import { byteBound } from '../systemone/systemone-upstream.ts';
 import { decisionBody, readDecision } from './wire.ts';
@@ -38,7 +39,9 @@ export function createGeminiUpstream(
       const questions = Object.keys(request.questions).length;
       // A request written in Google's own dialect (its door) is sent as written, images and all.
       const original = isGeminiAsWritten(asWritten) ? asWritten : undefined;
-      const sent = await http.postJson(path, decisionBody(request, options.model, original, images), {
+      const body = decisionBody(request, options.model, original, images);
+      // The caller's own images go in as bytes, not through JSON.stringify (json-body.ts).
+      const sent = await http.postJson(path, original ? withImagesSpliced(body, images) : body, {
         requestId,
         deadlineAt,
         trace,

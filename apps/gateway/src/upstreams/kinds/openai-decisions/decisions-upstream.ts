@@ -1,6 +1,7 @@
 import { isOpenAiAsWritten } from '@decision-gateway/contract';
 import type { ImageCapabilities, Upstream, UpstreamCall, UpstreamOutcome } from '@decision-gateway/questions';
 import { invalidAnswer } from '../../invalid-answer.ts';
+import { withImagesSpliced } from '../../json-body.ts';
 import type { UpstreamHttp } from '../../upstream-http.ts';
 import { byteBound } from '../systemone/systemone-upstream.ts';
 import { decisionsBody, readDecision } from './wire.ts';
@@ -36,7 +37,9 @@ export function createDecisionsUpstream(
       const original = isOpenAiAsWritten(asWritten) ? asWritten : undefined;
       const { body, ids } = decisionsBody(request, options.model, original, images);
       const questions = Object.keys(request.questions).length;
-      const sent = await http.postJson('/decisions', body, { requestId, deadlineAt, trace, questions });
+      // The caller's own images go in as bytes, not through JSON.stringify (json-body.ts).
+      const payload = original ? withImagesSpliced(body, images) : body;
+      const sent = await http.postJson('/decisions', payload, { requestId, deadlineAt, trace, questions });
       if (!sent.ok) return { ok: false, failure: sent.failure, detail: sent.detail, unwell: sent.unwell };
       // A caller's own questions may have no name: the API answers in question order.
       const read = readDecision(sent.body, ids, request, original !== undefined);
