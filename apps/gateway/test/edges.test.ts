@@ -88,9 +88,10 @@ describe('process and start', () => {
     });
     cleanups.push(() => pnpm.kill('SIGKILL'));
     await waitFor(() => listening(port), 'the gateway to listen');
-    const gatewayPid = (
-      JSON.parse(out.split('\n').find((l) => l.includes('"gateway listening"')) as string) as { pid: number }
-    ).pid;
+    // Its line saying so may reach this pipe a moment after the port opens.
+    const line = () => out.split('\n').find((l) => l.includes('"gateway listening"'));
+    await waitFor(async () => line() !== undefined, 'the gateway to say it listens');
+    const gatewayPid = (JSON.parse(line() as string) as { pid: number }).pid;
     expect(gatewayPid).not.toBe(pnpm.pid);
     pnpm.kill('SIGTERM');
     await waitFor(async () => !(await listening(port)), 'the port to be freed');
