@@ -236,56 +236,102 @@ export interface RollupRow {
 const FIRST_LATENCY = COUNTS.findIndex((c) => c.name === LATENCY_COLUMNS[0]);
 const STEPS = [ROLLUP_STEPS_MS.day, ROLLUP_STEPS_MS.hour, ROLLUP_STEPS_MS.minute];
 
+/** The six rows one record was added to (the all-keys row, then the key's, for a day, an hour and a minute), and what they stand for. */
+interface RowsOfRecord {
+  route: string;
+  upstream: string;
+  cached: 0 | 1;
+  /** The start of the record's minute: its hour and its day follow from it. */
+  minute: number;
+  rows: RollupRow[];
+}
+
 /**
- * Add what one record adds to its rows of both tables (`sign` -1 takes it away) to `rows`, keyed by
- * table and dimensions. Written beside the SQL above so that the two ways of adding a record (a
- * trigger, or a store's own batch) sum the same columns. A row already in `rows` is added to in
- * place: a batch of many records of one key and minute makes its few rows once, not six a record.
+ * A batch's rollup rows of both tables, summed in memory, keyed by table and dimensions: a row is
+ * made once and added to in place, so a batch of many records of one key and minute writes its few
+ * rows, not six a record. Written beside the SQL above so that the two ways of adding a record (a
+ * trigger, or a store's own batch) sum the same columns.
  */
-export function addToRollupRows(rows: Map<string, RollupRow>, record: RecordForRollup, sign: 1 | -1): void {
-  const latency = FIRST_LATENCY + latencyBucket(record.elapsedMs);
-  const route = record.route ?? '';
-  const upstream = record.upstream ?? '';
-  const cached = record.cached ? 1 : 0;
-  for (const stepMs of STEPS) {
-    const at = Math.floor(record.at / stepMs) * stepMs;
-    const totalsKey = `t:${stepMs}:${at}`;
-    const totals =
-      rows.get(totalsKey) ??
-      newRow(rows, totalsKey, 'usage_totals', [stepMs, at], SUMMED.usage_totals.length);
-    addCounts(totals.sums, record, sign, latency);
-    totals.sums[COUNTS.length] = (totals.sums[COUNTS.length] ?? 0) + sign * cached;
-    const perKeyKey = `k:${stepMs}\u0000${at}\u0000${record.keyId}\u0000${route}\u0000${upstream}\u0000${cached}`;
-    const perKey =
-      rows.get(perKeyKey) ??
-      newRow(
-        rows,
-        perKeyKey,
-        'usage_rollups',
-        [stepMs, at, record.keyId, route, upstream, cached],
-        COUNTS.length,
+export class BatchRollups {
+  /** Every row the batch touched. */
+  readonly rows = new Map<string, RollupRow>();
+  /**
+   * Each key's last rows: its next record of the same route, upstream, cache outcome and minute
+   * (most of a batch under load) adds to them without six row keys made and looked up for it.
+   */
+  private readonly lastOfKey = new Map<string, RowsOfRecord>();
+
+  /** What `record` adds to its rows (`sign` -1 takes it away); `creditsMicro`, if given, in place of the record's. */
+  add(record: RecordForRollup, sign: 1 | -1, creditsMicro = record.creditsMicro): void {
+    const latency = FIRST_LATENCY + latencyBucket(record.elapsedMs);
+    const route = record.route ?? '';
+    const upstream = record.upstream ?? '';
+    const cached = record.cached ? 1 : 0;
+    const minute = Math.floor(record.at / ROLLUP_STEPS_MS.minute) * ROLLUP_STEPS_MS.minute;
+    let last = this.lastOfKey.get(record.keyId);
+    if (
+      last === undefined ||
+      last.minute !== minute ||
+      last.route !== route ||
+      last.upstream !== upstream ||
+      last.cached !== cached
+    ) {
+      last = {
+        route,
+        upstream,
+        cached,
+        minute,
+        rows: this.rowsOf(record.keyId, minute, route, upstream, cached),
+      };
+      this.lastOfKey.set(record.keyId, last);
+    }
+    const { rows } = last;
+    for (let i = 0; i < rows.length; i += 2) {
+      const totals = (rows[i] as RollupRow).sums;
+      addCounts(totals, record, sign, creditsMicro, latency);
+      totals[COUNTS.length] = (totals[COUNTS.length] ?? 0) + sign * cached;
+      addCounts((rows[i + 1] as RollupRow).sums, record, sign, creditsMicro, latency);
+    }
+  }
+
+  private rowsOf(keyId: string, minute: number, route: string, upstream: string, cached: 0 | 1): RollupRow[] {
+    const rows: RollupRow[] = [];
+    for (const stepMs of STEPS) {
+      const at = Math.floor(minute / stepMs) * stepMs;
+      rows.push(
+        this.row(`t:${stepMs}:${at}`, 'usage_totals', [stepMs, at], SUMMED.usage_totals.length),
+        this.row(
+          `k:${stepMs}\u0000${at}\u0000${keyId}\u0000${route}\u0000${upstream}\u0000${cached}`,
+          'usage_rollups',
+          [stepMs, at, keyId, route, upstream, cached],
+          COUNTS.length,
+        ),
       );
-    addCounts(perKey.sums, record, sign, latency);
+    }
+    return rows;
+  }
+
+  private row(key: string, table: RollupTableName, dims: (string | number)[], width: number): RollupRow {
+    let row = this.rows.get(key);
+    if (row === undefined) {
+      row = { table, dims, sums: new Array<number>(width).fill(0) };
+      this.rows.set(key, row);
+    }
+    return row;
   }
 }
 
-function newRow(
-  rows: Map<string, RollupRow>,
-  key: string,
-  table: RollupTableName,
-  dims: (string | number)[],
-  width: number,
-): RollupRow {
-  const row = { table, dims, sums: new Array<number>(width).fill(0) };
-  rows.set(key, row);
-  return row;
-}
-
 /** The counts of COUNTS, in its order. */
-function addCounts(sums: number[], record: RecordForRollup, sign: 1 | -1, latency: number): void {
+function addCounts(
+  sums: number[],
+  record: RecordForRollup,
+  sign: 1 | -1,
+  creditsMicro: number,
+  latency: number,
+): void {
   sums[0] = (sums[0] ?? 0) + sign;
   if (record.status !== 200) sums[1] = (sums[1] ?? 0) + sign;
-  sums[2] = (sums[2] ?? 0) + sign * record.creditsMicro;
+  sums[2] = (sums[2] ?? 0) + sign * creditsMicro;
   sums[3] = (sums[3] ?? 0) + sign * record.inputTokens;
   sums[4] = (sums[4] ?? 0) + sign * record.outputTokens;
   sums[latency] = (sums[latency] ?? 0) + sign;

@@ -80,7 +80,7 @@ export function sqliteCredits(
 
   /** The request's usage record, with what was debited for it, and its rollups. */
   const insertUsage = (entry: UsageEntry, debitMicro: number) => {
-    rollups.add({ ...entry, creditsMicro: debitMicro }, 1);
+    rollups.add(entry, 1, debitMicro);
     return sql.insertUsage.run(
       entry.requestId,
       entry.keyId,

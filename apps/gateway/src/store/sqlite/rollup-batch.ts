@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { addToRollupRows, type RecordForRollup, type RollupRow, upsertRowSql } from '../rollups.ts';
+import { BatchRollups, type RecordForRollup, upsertRowSql } from '../rollups.ts';
 
 /**
  * The SQLite store's rollups (docs/usage.md), summed per group-commit batch: the
@@ -14,17 +14,17 @@ export function createRollupBatch(db: Database.Database) {
     usage_rollups: db.prepare(upsertRowSql('usage_rollups')),
     usage_totals: db.prepare(upsertRowSql('usage_totals')),
   };
-  let batch = new Map<string, RollupRow>();
+  let batch = new BatchRollups();
   /** What the op being run adds, kept apart until it succeeds. */
-  let op: { record: RecordForRollup; sign: 1 | -1 }[] = [];
+  let op: { record: RecordForRollup; sign: 1 | -1; creditsMicro: number }[] = [];
 
   return {
-    /** Adds (sign 1) or takes away (sign -1) a record, within the op being run. */
-    add(record: RecordForRollup, sign: 1 | -1) {
-      op.push({ record, sign });
+    /** Adds (sign 1) or takes away (sign -1) a record, within the op being run; `creditsMicro` in place of the record's. */
+    add(record: RecordForRollup, sign: 1 | -1, creditsMicro = record.creditsMicro) {
+      op.push({ record, sign, creditsMicro });
     },
     opSucceeded() {
-      for (const { record, sign } of op) addToRollupRows(batch, record, sign);
+      for (const { record, sign, creditsMicro } of op) batch.add(record, sign, creditsMicro);
       op = [];
     },
     opFailed() {
@@ -32,12 +32,12 @@ export function createRollupBatch(db: Database.Database) {
     },
     /** Inside the batch's transaction, after its ops: every row touched, written once. */
     flush() {
-      for (const row of batch.values()) upsert[row.table].run(...row.dims, ...row.sums);
-      batch = new Map();
+      for (const row of batch.rows.values()) upsert[row.table].run(...row.dims, ...row.sums);
+      batch = new BatchRollups();
     },
     /** The batch is run again, or failed: nothing of it counts. */
     reset() {
-      batch = new Map();
+      batch = new BatchRollups();
       op = [];
     },
   };
