@@ -1,6 +1,8 @@
 // pnpm bench:profile: where the gateway's CPU goes, per request, beside the bare relay's total.
-// The gateway (systemone upstream, SQLite, a real key) runs under `node --cpu-prof` at c=64; each
-// sample is charged to the nearest frame on its stack that belongs to a known part of a request.
+// The gateway (systemone upstream, SQLite, a real key) runs at c=64, sampled by Linux's `perf`
+// where it can run (CPU time, every thread) or else by `node --cpu-prof`; each sample is charged to
+// the nearest frame on its stack that belongs to a known part of a request.
+import { execFileSync, spawn } from 'node:child_process';
 import {
   copyFileSync,
   mkdtempSync,
@@ -19,6 +21,44 @@ import { type Running, repoRoot, startProcess } from './processes.ts';
 const SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 15);
 const CONNECTIONS = 64;
 
+/**
+ * V8's sampler (`--cpu-prof`) interrupts the serving thread at fixed intervals of wall time, so
+ * time it spent preempted, or inside a system call while the kernel hands its bytes to the peer,
+ * is charged to whatever it was doing, and the collector's helper threads are not sampled at all.
+ * On 2 shared cores it gave the SQLite store 17.6–21.5 % of the gateway's CPU where CPU-time
+ * sampling finds 14 % (docs/performance.md). `perf record -e cpu-clock` samples CPU time on every thread; node's
+ * `--perf-basic-prof-only-functions` names the JavaScript frames. BENCH_PROFILE_SAMPLER=v8 asks
+ * for V8's sampler all the same (it needs no `perf`, and keeps whole JavaScript stacks).
+ */
+type Sampler = 'perf' | 'v8';
+const SAMPLER: Sampler =
+  process.env.BENCH_PROFILE_SAMPLER === 'v8' || (process.env.BENCH_PROFILE_SAMPLER !== 'perf' && !perfWorks())
+    ? 'v8'
+    : 'perf';
+
+/** Whether `perf` is installed and may sample processes here. */
+function perfWorks(): boolean {
+  try {
+    execFileSync('perf', ['record', '-e', 'cpu-clock', '-o', '/dev/null', '--', 'true'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Node's native HTTP and socket work, as perf sees it: parsing, reads, writes, polling. Matched
+ * only among a sample's innermost frames, before any JavaScript: every callback the event loop
+ * runs has the loop's reads beneath it.
+ */
+const NATIVE_IO =
+  /llhttp|node::\(anonymous namespace\)::Parser|node::StreamBase|node::LibuvStreamWrap|uv__read|uv__write|epoll_/;
+const NODE_HTTP = 'Node HTTP server, sockets';
+
+/** V8's own functions that collect garbage, on the serving thread or its helpers. */
+const GC_FRAME =
+  /v8::internal::(Scavenge|MinorMarkCompact|MarkCompact|ConcurrentMarking|IncrementalMarking|Sweeper|Heap::|\w*Marking\w*Visitor|Evacuat|ArrayBufferSweeper)/;
+
 /** The parts of a request, matched against a frame's script URL; the first that matches wins. */
 const PARTS: { part: string; url: RegExp }[] = [
   { part: 'SQLite store: key lookup, reserve, settle', url: /apps\/gateway\/src\/store\/|better-sqlite3/ },
@@ -32,7 +72,7 @@ const PARTS: { part: string; url: RegExp }[] = [
   { part: 'evaluation core', url: /apps\/gateway\/src\/core\// },
   { part: 'Fastify', url: /fastify|find-my-way|avvio/ },
   {
-    part: 'Node HTTP server, sockets',
+    part: NODE_HTTP,
     url: /node:_http|node:net|node:internal\/streams|node:events|node:stream/,
   },
   { part: 'start-up: module loading', url: /tsx|esbuild|node:internal\/modules/ },
@@ -85,9 +125,78 @@ function chargeSamples(profile: CpuProfile): Map<string, number> {
   return total;
 }
 
+/**
+ * Samples per part, from `perf script -F tid,ip,sym,dso`. A sample's frames run from the innermost
+ * out; the first that is a part's (or the collector's) names it. A sample with no such frame is
+ * the kernel's, or native code outside any part.
+ */
+function chargePerfSamples(script: string): Map<string, number> {
+  const total = new Map<string, number>();
+  const charge = (frames: string[]) => {
+    if (frames.length === 0) return;
+    let part: string | undefined;
+    let inJavaScript = false;
+    for (const [depth, frame] of frames.entries()) {
+      inJavaScript ||= frame.includes(' JS:');
+      if (GC_FRAME.test(frame)) part = 'garbage collection';
+      else if (!inJavaScript && depth < 4 && NATIVE_IO.test(frame)) part = NODE_HTTP;
+      else part = PARTS.find((p) => p.url.test(frame))?.part;
+      if (part !== undefined) break;
+    }
+    if (part === undefined) {
+      const leaf = frames[0] ?? '';
+      part = leaf.includes('[kernel.kallsyms]')
+        ? 'kernel, outside any part'
+        : leaf.includes(' JS:')
+          ? 'other JavaScript'
+          : 'V8 and native, unattributed';
+    }
+    total.set(part, (total.get(part) ?? 0) + 1);
+  };
+  let frames: string[] = [];
+  for (const line of script.split('\n')) {
+    if (line.startsWith('\t') || line.startsWith(' ')) {
+      // A frame ("\t ip symbol (dso)"), or the sample's own line (its thread id alone).
+      if (/^\s*\d+\s*$/.test(line)) {
+        charge(frames);
+        frames = [];
+      } else frames.push(line);
+    } else if (line.trim() === '') {
+      charge(frames);
+      frames = [];
+    }
+  }
+  charge(frames);
+  return total;
+}
+
+/** The gateway's CPU sampled by `perf` for SECONDS, while it is loaded: samples per part. */
+async function perfProfile(gateway: Running, dir: string): Promise<Map<string, number>> {
+  const data = join(dir, 'perf.data');
+  const pid = String(gateway.child.pid);
+  const recording = spawn(
+    'perf',
+    ['record', '-e', 'cpu-clock', '-F', '999', '-g', '-o', data, '-p', pid, '--', 'sleep', String(SECONDS)],
+    { stdio: 'ignore' },
+  );
+  const recorded = new Promise<void>((resolve, reject) =>
+    recording.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`perf record exited ${code}`)),
+    ),
+  );
+  await recorded;
+  const script = execFileSync('perf', ['script', '-i', data, '-F', 'tid,ip,sym,dso'], {
+    maxBuffer: 1 << 30,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  }).toString();
+  // BENCH_PROFILE_OUT=path keeps the samples as `perf script` wrote them, for a closer look.
+  if (process.env.BENCH_PROFILE_OUT) writeFileSync(process.env.BENCH_PROFILE_OUT, script);
+  return chargePerfSamples(script);
+}
+
 /** Warm up, then load at c=64: what the measured run gives, or a throw if any request failed. */
-async function loadAtSixtyFour(target: Target) {
-  await measureLoad(target, CONNECTIONS, 3);
+async function loadAtSixtyFour(target: Target, warmUp = true) {
+  if (warmUp) await measureLoad(target, CONNECTIONS, 3);
   const result = await measureLoad(target, CONNECTIONS, SECONDS);
   if (result.errors > 0) throw new Error(`${result.errors} requests to ${target.name} failed under load`);
   return { rps: result.rps, requests: result.requests, cpuUsPerRequest: result.cpuUsPerRequest };
@@ -116,22 +225,35 @@ async function main() {
         UPSTREAM: 'systemone',
         UPSTREAM_BASE_URL: upstream.url,
       },
-      ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
+      SAMPLER === 'perf'
+        ? ['--perf-basic-prof-only-functions']
+        : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
     );
     processes.push(gateway);
 
     const base = await loadAtSixtyFour(restTarget('baseline relay', relay));
-    const gw = await loadAtSixtyFour(restTarget('gateway REST', gateway, apiKey));
-    await gateway.stop(); // the profile is written as the process exits
-
-    // The main thread's profile is the largest (tsx's loader thread writes a small one).
-    const [file] = readdirSync(profileDir)
-      .map((name) => join(profileDir, name))
-      .sort((a, b) => statSync(b).size - statSync(a).size);
-    if (file === undefined) throw new Error('the gateway wrote no CPU profile');
-    // BENCH_PROFILE_OUT=path keeps the raw profile, for Chrome DevTools or a closer look.
-    if (process.env.BENCH_PROFILE_OUT) copyFileSync(file, process.env.BENCH_PROFILE_OUT);
-    const charged = chargeSamples(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile);
+    const target = restTarget('gateway REST', gateway, apiKey);
+    let gw: Awaited<ReturnType<typeof loadAtSixtyFour>>;
+    let charged: Map<string, number>;
+    if (SAMPLER === 'perf') {
+      await measureLoad(target, CONNECTIONS, 3);
+      // perf samples for as long as the load runs, side by side.
+      [gw, charged] = await Promise.all([loadAtSixtyFour(target, false), perfProfile(gateway, dir)]);
+      await gateway.stop();
+      // The symbol map node wrote for perf.
+      rmSync(join(tmpdir(), `perf-${gateway.child.pid}.map`), { force: true });
+    } else {
+      gw = await loadAtSixtyFour(target);
+      await gateway.stop(); // the profile is written as the process exits
+      // The main thread's profile is the largest (tsx's loader thread writes a small one).
+      const [file] = readdirSync(profileDir)
+        .map((name) => join(profileDir, name))
+        .sort((a, b) => statSync(b).size - statSync(a).size);
+      if (file === undefined) throw new Error('the gateway wrote no CPU profile');
+      // BENCH_PROFILE_OUT=path keeps the raw profile, for Chrome DevTools or a closer look.
+      if (process.env.BENCH_PROFILE_OUT) copyFileSync(file, process.env.BENCH_PROFILE_OUT);
+      charged = chargeSamples(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile);
+    }
     charged.delete(STARTUP);
     const sampled = [...charged.values()].reduce((sum, us) => sum + us, 0);
     // Shares come from the profile; the per-request total from the CPU time /proc measured.
@@ -145,6 +267,7 @@ async function main() {
     const report = {
       date: new Date().toISOString(),
       machine: { cores: cpus().length, cpu: cpus()[0]?.model ?? 'unknown', node: process.version },
+      sampler: SAMPLER,
       seconds: SECONDS,
       connections: CONNECTIONS,
       relay: base,
@@ -164,12 +287,13 @@ async function main() {
 function renderProfile(report: {
   date: string;
   machine: { cores: number; cpu: string; node: string };
+  sampler: Sampler;
   relay: { rps: number; cpuUsPerRequest: number };
   gateway: { rps: number; cpuUsPerRequest: number };
   parts: { part: string; share: number; usPerRequest: number }[];
 }): string {
   return [
-    `Profiled ${report.date.slice(0, 10)} on ${report.machine.cores} cores, Node ${report.machine.node}: the REST gateway under \`node --cpu-prof\` at c=${CONNECTIONS} for ${SECONDS} s ` +
+    `Profiled ${report.date.slice(0, 10)} on ${report.machine.cores} cores, Node ${report.machine.node}: the REST gateway ${report.sampler === 'perf' ? 'sampled by `perf record -e cpu-clock` (CPU time, every thread)' : 'under `node --cpu-prof` (wall time of the serving thread)'} at c=${CONNECTIONS} for ${SECONDS} s ` +
       `(${report.gateway.rps.toFixed(0)} req/s, ${report.gateway.cpuUsPerRequest.toFixed(0)} µs of CPU per request with the profiler on), ` +
       `beside the baseline relay (${report.relay.rps.toFixed(0)} req/s, ${report.relay.cpuUsPerRequest.toFixed(0)} µs per request).`,
     '',
