@@ -417,13 +417,23 @@ export interface JudgedDecision {
   reviewed: string[];
 }
 
+/**
+ * A decision's questions on the first of its rows only (its outcomes ordered by question ID, as
+ * `groupJudged` reads them): the text is not sent again with each outcome. A refit reads 100,000
+ * outcomes; repeated, their decisions' questions were ~8 times the text read and parsed on the
+ * thread that serves requests (docs/calibration-maps.md).
+ */
+export const QUESTIONS_ONCE = `CASE WHEN ROW_NUMBER() OVER (PARTITION BY d.id ORDER BY o.question_id) = 1
+    THEN d.questions END AS questions`;
+
 /** One row per outcome, ordered by decision, as both stores read them → one entry per decision. */
 export function groupJudged(
   rows: readonly {
     id: number | string;
     route: string | null;
     at: number | string;
-    questions: string;
+    /** On a decision's first row only (`QUESTIONS_ONCE`). */
+    questions: string | null;
     question_id: string;
     truth: string;
     source: string;
@@ -434,6 +444,7 @@ export function groupJudged(
   for (const row of rows) {
     const id = Number(row.id);
     if (last?.id !== id) {
+      if (row.questions === null) throw new Error(`decision ${id}: its questions were not on its first row`);
       last = {
         id,
         route: row.route,

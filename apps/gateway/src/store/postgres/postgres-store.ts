@@ -24,6 +24,7 @@ import {
   type KeyAuth,
   type KeyRefusal,
   pageOf,
+  QUESTIONS_ONCE,
   type SeriesRow,
   type Store,
   type StoredCalibrationMap,
@@ -277,7 +278,7 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
     judgedDecisions: ({ from, to, keyId, route, after, limit }) =>
       call('judged decisions', async () => {
         const rows = await sql<Parameters<typeof groupJudged>[0][number][]>`
-          SELECT d.id, d.route, d.at, d.questions, o.question_id, o.truth, o.source
+          SELECT d.id, d.route, d.at, ${sql.unsafe(QUESTIONS_ONCE)}, o.question_id, o.truth, o.source
           FROM decision_records d JOIN decision_outcomes o ON o.request_id = d.request_id
           WHERE d.id IN (
             SELECT p.id FROM decision_records p
@@ -286,7 +287,7 @@ export function postgresStore(sql: Sql, timeoutMs: number): Store {
               AND (${route ?? null}::text IS NULL OR p.route = ${route ?? null})
               AND EXISTS (SELECT 1 FROM decision_outcomes q WHERE q.request_id = p.request_id)
             ORDER BY p.id LIMIT ${limit ?? null})
-          ORDER BY d.id`;
+          ORDER BY d.id, o.question_id`;
         return groupJudged(rows);
       }),
 

@@ -1,4 +1,4 @@
-import { groupJudged, type Store } from '../store.ts';
+import { groupJudged, QUESTIONS_ONCE, type Store } from '../store.ts';
 import type { SqliteParts } from './parts.ts';
 
 type DecisionMethods = Pick<
@@ -7,14 +7,14 @@ type DecisionMethods = Pick<
 >;
 
 /** A page of decisions that have outcomes, then their outcomes: one row per outcome, by decision. */
-const JUDGED = `SELECT d.id, d.route, d.at, d.questions, o.question_id, o.truth, o.source
+const JUDGED = `SELECT d.id, d.route, d.at, ${QUESTIONS_ONCE}, o.question_id, o.truth, o.source
   FROM decision_records d JOIN decision_outcomes o ON o.request_id = d.request_id
   WHERE d.id IN (
     SELECT p.id FROM decision_records p
     WHERE p.at >= ? AND p.at < ? AND p.id > ? AND (? IS NULL OR p.key_id = ?) AND (? IS NULL OR p.route = ?)
       AND EXISTS (SELECT 1 FROM decision_outcomes q WHERE q.request_id = p.request_id)
     ORDER BY p.id LIMIT ?)
-  ORDER BY d.id`;
+  ORDER BY d.id, o.question_id`;
 
 /** Decisions kept for their outcomes, the outcomes reported, and their retention (docs/outcomes.md). */
 export function sqliteDecisions({ sql, write, background }: SqliteParts): DecisionMethods {
