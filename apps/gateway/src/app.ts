@@ -100,6 +100,8 @@ export function createServices(parts: GatewayParts): GatewayServices {
     windowDays: parts.calibration?.windowDays ?? 30,
     minOutcomes: parts.calibration?.minOutcomes ?? 200,
     ...(parts.calibration?.reloadMs !== undefined && { reloadMs: parts.calibration.reloadMs }),
+    // Read at each page of a refit, long after the evaluator below is made.
+    requestsBegun: () => evaluator.begun(),
   });
   void calibrationMaps.start();
   const reviews = createReviews({

@@ -53,7 +53,11 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     }),
   };
 
+  /** Evaluations begun so far: background work rests while it grows. */
+  let begun = 0;
+
   async function run(call: EvaluationCall): Promise<EvaluationOutcome> {
+    begun++;
     const ctx = newContext(call);
     try {
       const authenticated = await authenticateCaller(ctx, deps);
@@ -165,7 +169,7 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
   const evaluate: Evaluate = <W extends AsWritten>(call: EvaluationCall<W>) =>
     run(call) as Promise<EvaluationOutcome<W>>;
 
-  return { evaluate, abandonInFlight };
+  return { evaluate, abandonInFlight, begun: () => begun };
 }
 
 const NO_USAGE: Usage = { input_tokens: 0, output_tokens: 0 };

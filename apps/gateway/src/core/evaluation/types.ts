@@ -222,4 +222,6 @@ export interface Evaluator {
    * Returns how many were released.
    */
   abandonInFlight(): Promise<number>;
+  /** How many evaluations have begun so far: a calibration refit rests between pages while it grows. */
+  begun(): number;
 }
