@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBenchKey, updateDocSection } from './bench-support.ts';
-import { loadCount, restTarget } from './load.ts';
+import { loadCount, QUESTION_DOORS, questionDoorFrom } from './load.ts';
 import { type Running, startProcess } from './processes.ts';
 
 /** Requests measured a row, in BLOCKS blocks; each figure a request is the median block's. */
@@ -17,6 +17,8 @@ const REQUESTS = Number(process.env.BENCH_ALLOC_REQUESTS ?? 30_000);
 const BLOCKS = 3;
 const BLOCK_REQUESTS = Math.ceil(REQUESTS / BLOCKS);
 const WARMUP_REQUESTS = 20_000;
+/** BENCH_ALLOC_DOOR=openai|mcp measures through that door; only REST's table is written into the docs. */
+const DOOR = questionDoorFrom('BENCH_ALLOC_DOOR');
 const SCENARIOS = [
   { name: 'fast upstream', connections: 64, upstreamMs: 0 },
   { name: '100 ms upstream', connections: 256, upstreamMs: 100 },
@@ -95,7 +97,7 @@ async function measure(scenario: (typeof SCENARIOS)[number], dir: string): Promi
     gateway.child.stdout?.on('data', (chunk: Buffer) => {
       trace += chunk.toString();
     });
-    const target = restTarget('gateway REST', gateway, apiKey);
+    const target = await QUESTION_DOORS[DOOR].target(`gateway ${DOOR}`, gateway, apiKey);
     if ((await loadCount(target, scenario.connections, WARMUP_REQUESTS)) > 0)
       throw new Error(`requests failed while warming up (${scenario.name})`);
     // In blocks, each summed on its own: a block where the gateway's own timers (maintenance,
@@ -139,7 +141,7 @@ function median(values: number[]): number {
 
 function render(rows: Measured[]): string {
   return [
-    `Measured ${new Date().toISOString().slice(0, 10)}, Node ${process.version}: the REST gateway under \`--trace-gc-nvp\`, after ${WARMUP_REQUESTS.toLocaleString('en')} requests to warm up, ${BLOCKS} blocks of ${BLOCK_REQUESTS.toLocaleString('en')} a row; the bytes are the median block's.`,
+    `Measured ${new Date().toISOString().slice(0, 10)}, Node ${process.version}: the gateway through ${QUESTION_DOORS[DOOR].label} under \`--trace-gc-nvp\`, after ${WARMUP_REQUESTS.toLocaleString('en')} requests to warm up, ${BLOCKS} blocks of ${BLOCK_REQUESTS.toLocaleString('en')} a row; the bytes are the median block's.`,
     '',
     '| upstream | c | KB allocated a request | KB copied in the young generation | KB promoted | scavenges a 1,000 requests | mark-compacts a 1,000 requests | share of the run paused |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
@@ -158,7 +160,8 @@ async function main() {
     const table = render(rows);
     process.stdout.write(`\n${table}\n`);
     // BENCH_ALLOC_WRITE=0 only prints (for trying a change); otherwise docs/performance.md keeps the table.
-    if (process.env.BENCH_ALLOC_WRITE !== '0') updateDocSection('performance.md', 'alloc', table);
+    if (DOOR === 'rest' && process.env.BENCH_ALLOC_WRITE !== '0')
+      updateDocSection('performance.md', 'alloc', table);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

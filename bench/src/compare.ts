@@ -9,11 +9,10 @@ import { join } from 'node:path';
 import { THREE_BUDGETS } from './bench-support.ts';
 import {
   imagesGatewayConfig,
-  mcpDecideTarget,
   measureLoad,
-  openAiTarget,
   photoJsonTarget,
   photoTarget,
+  QUESTION_DOORS,
   restTarget,
   type Target,
 } from './load.ts';
@@ -40,9 +39,7 @@ const DOORS: Record<
     images?: true;
   }
 > = {
-  rest: { label: 'REST', target: restTarget },
-  openai: { label: 'the OpenAI door', target: openAiTarget },
-  mcp: { label: 'the MCP door (decide)', target: mcpDecideTarget },
+  ...QUESTION_DOORS,
   images: { label: 'REST, one 1 MB JPEG a request (multipart)', target: photoTarget, images: true },
   'images-json': {
     label: '/native, one 1 MB JPEG a request as base64 in JSON',

@@ -123,6 +123,28 @@ export async function mcpDecideTarget(name: string, server: Running, apiKey: str
   return { name, server, url, headers, body: call(), eachBody: call };
 }
 
+/**
+ * The doors the bench's three questions can be sent through, for a tool measured on REST that can
+ * be pointed at another door (BENCH_PROFILE_DOOR, BENCH_ALLOC_DOOR) to see what the door adds.
+ */
+export const QUESTION_DOORS = {
+  rest: { label: 'REST', target: restTarget },
+  openai: { label: 'the OpenAI door', target: openAiTarget },
+  mcp: { label: 'the MCP door (decide)', target: mcpDecideTarget },
+} satisfies Record<
+  string,
+  { label: string; target: (name: string, server: Running, apiKey: string) => Target | Promise<Target> }
+>;
+export type QuestionDoor = keyof typeof QUESTION_DOORS;
+
+/** The door an environment variable names (REST when it is unset), or a throw naming the choices. */
+export function questionDoorFrom(variable: string): QuestionDoor {
+  const name = process.env[variable] ?? 'rest';
+  if (!Object.hasOwn(QUESTION_DOORS, name))
+    throw new Error(`${variable}: one of ${Object.keys(QUESTION_DOORS).join(', ')}, not ${name}`);
+  return name as QuestionDoor;
+}
+
 export interface LoadResult {
   rps: number;
   p50: number;

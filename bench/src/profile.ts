@@ -15,11 +15,16 @@ import {
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBenchKey, updateDocSection } from './bench-support.ts';
-import { measureLoad, restTarget, type Target } from './load.ts';
+import { measureLoad, QUESTION_DOORS, questionDoorFrom, restTarget, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 
 const SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 15);
 const CONNECTIONS = 64;
+/**
+ * BENCH_PROFILE_DOOR=openai|mcp profiles the gateway through that door instead of REST, to see
+ * what the door adds; only REST's profile is written into docs/performance.md.
+ */
+const DOOR = questionDoorFrom('BENCH_PROFILE_DOOR');
 
 /**
  * V8's sampler (`--cpu-prof`) interrupts the serving thread at fixed intervals of wall time, so
@@ -64,6 +69,8 @@ const PARTS: { part: string; url: RegExp }[] = [
   { part: 'SQLite store: key lookup, reserve, settle', url: /apps\/gateway\/src\/store\/|better-sqlite3/ },
   { part: 'request validation: JSON, Zod', url: /packages\/contract\/src\/|\/zod@/ },
   { part: 'answer checks', url: /packages\/questions\/src\// },
+  { part: 'MCP SDK: JSON-RPC, its schemas', url: /@modelcontextprotocol/ },
+  { part: 'door translation', url: /apps\/gateway\/src\/doors\// },
   { part: 'upstream client: undici, retries', url: /undici|apps\/gateway\/src\/upstreams\// },
   { part: 'logging: pino', url: /pino|sonic-boom|redact/ },
   { part: 'metrics: prom-client', url: /prom-client|apps\/gateway\/src\/metrics/ },
@@ -232,7 +239,7 @@ async function main() {
     processes.push(gateway);
 
     const base = await loadAtSixtyFour(restTarget('baseline relay', relay));
-    const target = restTarget('gateway REST', gateway, apiKey);
+    const target = await QUESTION_DOORS[DOOR].target(`gateway ${DOOR}`, gateway, apiKey);
     let gw: Awaited<ReturnType<typeof loadAtSixtyFour>>;
     let charged: Map<string, number>;
     if (SAMPLER === 'perf') {
@@ -268,16 +275,19 @@ async function main() {
       date: new Date().toISOString(),
       machine: { cores: cpus().length, cpu: cpus()[0]?.model ?? 'unknown', node: process.version },
       sampler: SAMPLER,
+      door: QUESTION_DOORS[DOOR].label,
       seconds: SECONDS,
       connections: CONNECTIONS,
       relay: base,
       gateway: gw,
       parts,
     };
-    writeFileSync(join(repoRoot, 'bench/results/profile.json'), `${JSON.stringify(report, null, 2)}\n`);
     const table = renderProfile(report);
     process.stdout.write(`\n${table}\n`);
-    updateDocSection('performance.md', 'profile', table);
+    if (DOOR === 'rest') {
+      writeFileSync(join(repoRoot, 'bench/results/profile.json'), `${JSON.stringify(report, null, 2)}\n`);
+      updateDocSection('performance.md', 'profile', table);
+    }
   } finally {
     for (const running of processes.reverse()) await running.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -288,12 +298,13 @@ function renderProfile(report: {
   date: string;
   machine: { cores: number; cpu: string; node: string };
   sampler: Sampler;
+  door: string;
   relay: { rps: number; cpuUsPerRequest: number };
   gateway: { rps: number; cpuUsPerRequest: number };
   parts: { part: string; share: number; usPerRequest: number }[];
 }): string {
   return [
-    `Profiled ${report.date.slice(0, 10)} on ${report.machine.cores} cores, Node ${report.machine.node}: the REST gateway ${report.sampler === 'perf' ? 'sampled by `perf record -e cpu-clock` (CPU time, every thread)' : 'under `node --cpu-prof` (wall time of the serving thread)'} at c=${CONNECTIONS} for ${SECONDS} s ` +
+    `Profiled ${report.date.slice(0, 10)} on ${report.machine.cores} cores, Node ${report.machine.node}: the gateway through ${report.door} ${report.sampler === 'perf' ? 'sampled by `perf record -e cpu-clock` (CPU time, every thread)' : 'under `node --cpu-prof` (wall time of the serving thread)'} at c=${CONNECTIONS} for ${SECONDS} s ` +
       `(${report.gateway.rps.toFixed(0)} req/s, ${report.gateway.cpuUsPerRequest.toFixed(0)} µs of CPU per request with the profiler on), ` +
       `beside the baseline relay (${report.relay.rps.toFixed(0)} req/s, ${report.relay.cpuUsPerRequest.toFixed(0)} µs per request).`,
     '',
