@@ -1,5 +1,9 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  EmptyResultSchema,
+  type JSONRPCMessage,
+} from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { ExchangeTransport } from './transport.ts';
 
@@ -88,5 +92,25 @@ describe('ExchangeTransport', () => {
     while (release.length < 2) await tick();
     release[1]?.();
     expect((await again).ok).toBe(true);
+  });
+
+  it('answers a request only with an answer, not with a request of the server’s that has its id', async () => {
+    const server = new Server({ name: 'unit', version: '1' }, { capabilities: { tools: {} } });
+    let asked: Promise<unknown> | undefined;
+    server.setRequestHandler(CallToolRequestSchema, async (_request, extra) => {
+      // The server's own first request to the client takes id 0, the id of the call it serves.
+      asked = extra.sendRequest({ method: 'ping' }, EmptyResultSchema).catch(() => undefined);
+      return { content: [{ type: 'text', text: 'after asking' }] };
+    });
+    const transport = new ExchangeTransport();
+    await server.connect(transport);
+    await transport.exchange([{ ...initialize, id: 'opening' }], {});
+    expect(await transport.exchange([call(0)], {})).toEqual({
+      ok: true,
+      answers: [{ jsonrpc: '2.0', id: 0, result: { content: [{ type: 'text', text: 'after asking' }] } }],
+    });
+    expect(asked).toBeDefined();
+    await server.close();
+    await asked;
   });
 });

@@ -2,10 +2,10 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   type CancelledNotification,
   CancelledNotificationSchema,
-  isJSONRPCErrorResponse,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
+  type JSONRPCErrorResponse,
   type JSONRPCMessage,
+  type JSONRPCRequest,
+  type JSONRPCResultResponse,
   type MessageExtraInfo,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -44,8 +44,7 @@ export class ExchangeTransport implements Transport {
   async start(): Promise<void> {}
 
   async send(message: JSONRPCMessage): Promise<void> {
-    if (!isJSONRPCResultResponse(message) && !isJSONRPCErrorResponse(message)) return;
-    if (message.id === undefined) return;
+    if (!isAnswer(message) || message.id === undefined) return;
     const deliver = this.#waiting.get(message.id);
     this.#waiting.delete(message.id);
     deliver?.(message);
@@ -67,7 +66,7 @@ export class ExchangeTransport implements Transport {
    */
   async exchange(messages: JSONRPCMessage[], extra: MessageExtraInfo): Promise<ExchangeAnswers> {
     if (this.#closed) return { ok: false, reason: 'closed' };
-    const requests = messages.filter(isJSONRPCRequest);
+    const requests = messages.filter(isRequest);
     const ids = new Set(requests.map((request) => request.id));
     if (ids.size < requests.length || requests.some((request) => this.#waiting.has(request.id)))
       return { ok: false, reason: 'id_in_use' };
@@ -97,6 +96,14 @@ export class ExchangeTransport implements Transport {
     deliver?.({ jsonrpc: '2.0', id, error: { code: REQUEST_CANCELLED, message: 'Request cancelled' } });
   }
 }
+
+// The messages here are JSON-RPC already: the door checked each one coming in against the SDK's
+// schema (json-rpc.ts), and the SDK's server builds its own. Which kind each is shows in its keys;
+// the SDK's guards would parse the whole message again, a decision and its answers included.
+const isRequest = (message: JSONRPCMessage): message is JSONRPCRequest =>
+  'method' in message && 'id' in message;
+const isAnswer = (message: JSONRPCMessage): message is JSONRPCResultResponse | JSONRPCErrorResponse =>
+  'result' in message || 'error' in message;
 
 const isCancelledNotification = (message: unknown): message is CancelledNotification =>
   CancelledNotificationSchema.safeParse(message).success;
