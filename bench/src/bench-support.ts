@@ -85,12 +85,15 @@ export function updateDocSection(page: 'performance.md' | 'usage.md', name: stri
  * A database of its own on the machine's PostgreSQL (BENCH_DATABASE_URL or TEST_DATABASE_URL
  * names the server), dropped by `drop()`.
  */
-export async function createBenchDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+export async function createBenchDatabase(
+  /** Tells apart several databases of one bench process. */
+  suffix = '',
+): Promise<{ url: string; drop: () => Promise<void> }> {
   const server =
     process.env.BENCH_DATABASE_URL ??
     process.env.TEST_DATABASE_URL ??
     'postgres://postgres@127.0.0.1:5432/postgres';
-  const name = `dg_bench_${process.pid}`;
+  const name = `dg_bench_${process.pid}${suffix}`;
   const admin = postgres(server, { max: 1, onnotice: () => {} });
   await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await admin.unsafe(`CREATE DATABASE ${name}`);

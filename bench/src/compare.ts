@@ -6,7 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { THREE_BUDGETS } from './bench-support.ts';
+import { createBenchDatabase, postgresGatewayEnv, THREE_BUDGETS } from './bench-support.ts';
 import {
   imagesGatewayConfig,
   measureLoad,
@@ -63,22 +63,32 @@ function checkout(ref: string, dir: string): void {
     execFileSync('pnpm', ['install', '--frozen-lockfile'], { cwd: dir, stdio: 'inherit' });
 }
 
+/**
+ * BENCH_COMPARE_STORE=postgres: each gateway on a PostgreSQL database of its own with Redis rate
+ * limits, as `pnpm bench`'s PG+Redis rows run it, instead of a SQLite file. PostgreSQL's own
+ * processes are not pinned.
+ */
+const STORE = process.env.BENCH_COMPARE_STORE ?? 'sqlite';
+if (STORE !== 'sqlite' && STORE !== 'postgres')
+  throw new Error(`BENCH_COMPARE_STORE: sqlite or postgres, not ${STORE}`);
+
 /** With BENCH_COMPARE_BUDGETS=3, the key holds the bench's three hard budgets (docs/budgets.md). */
 const budgets = process.env.BENCH_COMPARE_BUDGETS ?? '0';
 if (budgets !== '0' && budgets !== '3') throw new Error(`BENCH_COMPARE_BUDGETS: 0 or 3, not ${budgets}`);
 
 /**
- * A key in a new SQLite file, made by that checkout's own CLI (its own schema and hashing), with
- * the bench's three hard budgets when asked for.
+ * A key in a new database (a SQLite file, or PostgreSQL with BENCH_COMPARE_STORE=postgres), made
+ * by that checkout's own CLI (its own schema and hashing), with the bench's three hard budgets
+ * when asked for.
  */
-function createKey(checkoutDir: string, databaseFile: string): string {
+function createKey(checkoutDir: string, databaseUrl: string): string {
   const cli = (...args: string[]) =>
     execFileSync(
       process.execPath,
       ['--import', 'tsx', join(checkoutDir, 'apps/gateway/src/cli/keys.ts'), ...args],
       {
         cwd: join(checkoutDir, 'apps/gateway'),
-        env: { ...process.env, DATABASE_URL: `file:${databaseFile}` },
+        env: { ...process.env, DATABASE_URL: databaseUrl },
       },
     ).toString();
   const out = cli('create', '--name', 'compare', '--credits', '1000000000', '--json');
@@ -94,8 +104,11 @@ function createKey(checkoutDir: string, databaseFile: string): string {
  * With taskset and two CPUs or more: the servers measured (the relay and every gateway, one at a
  * time under load) on CPU 1; this process (the load generator) and the stand-in on CPU 0. A
  * server's CPU time per request then stops depending on what the scheduler put beside it.
+ * BENCH_COMPARE_PIN=0 leaves every process where the scheduler puts it, as `pnpm bench` does (a
+ * change that fills a gateway's idle time shows only then).
  */
 function pin(measured: Running[], others: Running[]): boolean {
+  if (process.env.BENCH_COMPARE_PIN === '0') return false;
   if (cpus().length < 2 || spawnSync('taskset', ['-V']).status !== 0) return false;
   const set = (cpu: number, pid: number | undefined) =>
     execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
@@ -121,24 +134,39 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'dg-compare-'));
   const others = refs.map((ref, i) => ({ ref, dir: join(dir, `checkout-${i}`), name: `gateway at ${ref}` }));
   const processes: Running[] = [];
+  const dropAtEnd: { drop(): Promise<void> }[] = [];
   try {
     for (const other of others) checkout(other.ref, other.dir);
     const upstream = await startProcess('stand-in upstream', 'bench/src/stand-in-upstream.ts', {
       DELAY_MS: String(UPSTREAM_MS),
     });
     processes.push(upstream);
-    const otherKeys = others.map((other, i) => createKey(other.dir, join(dir, `checkout-${i}.db`)));
-    const nowKey = createKey(repoRoot, join(dir, 'now.db'));
+    // One database a gateway: a SQLite file, or a PostgreSQL database dropped at the end.
+    const databases: string[] = [];
+    for (let i = 0; i <= others.length; i++) {
+      if (STORE === 'sqlite') databases.push(`file:${join(dir, `gateway-${i}.db`)}`);
+      else {
+        const database = await createBenchDatabase(`_${i}`);
+        dropAtEnd.push(database);
+        databases.push(database.url);
+      }
+    }
+    const otherKeys = others.map((other, i) => createKey(other.dir, databases[i] as string));
+    const nowKey = createKey(repoRoot, databases[others.length] as string);
     const imagesConfig = join(dir, 'images.yaml');
     writeFileSync(imagesConfig, imagesGatewayConfig(upstream.url));
     const relayName = 'baseline relay';
     const nowName = 'gateway (this checkout)';
-    const gateway = async (name: string, checkoutDir: string, file: string, key: string): Promise<Target> => {
+    const gateway = async (
+      name: string,
+      checkoutDir: string,
+      database: string,
+      key: string,
+    ): Promise<Target> => {
       const server = await startProcess(name, join(checkoutDir, 'apps/gateway/src/main.ts'), {
-        DATABASE_URL: `file:${join(dir, file)}`,
-        RATE_LIMIT_PER_MINUTE: '0',
-        LOG_LEVEL: 'info',
-        PORT: '0',
+        ...(STORE === 'postgres'
+          ? postgresGatewayEnv(database, upstream.url)
+          : { DATABASE_URL: database, RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'info', PORT: '0' }),
         ...(DOOR.images
           ? { GATEWAY_CONFIG: imagesConfig }
           : { UPSTREAM: 'systemone', UPSTREAM_BASE_URL: upstream.url }),
@@ -157,8 +185,8 @@ async function main() {
       const targets = [base];
       try {
         for (const [i, other] of others.entries())
-          targets.push(await gateway(other.name, other.dir, `checkout-${i}.db`, otherKeys[i] as string));
-        targets.push(await gateway(nowName, repoRoot, 'now.db', nowKey));
+          targets.push(await gateway(other.name, other.dir, databases[i] as string, otherKeys[i] as string));
+        targets.push(await gateway(nowName, repoRoot, databases[others.length] as string, nowKey));
         pinned = pin(
           targets.map((target) => target.server),
           [upstream],
@@ -202,7 +230,7 @@ async function main() {
     const paired = (name: string, field: 'rps' | 'cpu') =>
       trials.map((t) => (t[nowName]?.[field] as number) / (t[name]?.[field] as number));
     const lines = [
-      `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the ${others.length + 2} targets in turn, the gateways through ${DOOR.label}${budgets === '3' ? ' on a key with three hard budgets' : ''}${UPSTREAM_MS > 0 ? `, the upstream answering after ${UPSTREAM_MS} ms` : ''}; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned (no taskset or one CPU)'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
+      `${TRIALS} trials (fresh processes each), each ${ROUNDS} rounds of ${SECONDS} s at c=${CONNECTIONS} with the ${others.length + 2} targets in turn, the gateways through ${DOOR.label}${STORE === 'postgres' ? ' on PostgreSQL + Redis' : ''}${budgets === '3' ? ' on a key with three hard budgets' : ''}${UPSTREAM_MS > 0 ? `, the upstream answering after ${UPSTREAM_MS} ms` : ''}; ${pinned ? 'the relay and the gateways pinned to CPU 1, the load generator and the stand-in to CPU 0' : 'not pinned'}; ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}.`,
       '',
       '| target | req/s | CPU µs/req | × relay req/s | RSS rise per connection |',
       '| --- | ---: | ---: | ---: | ---: |',
@@ -227,6 +255,7 @@ async function main() {
     process.stdout.write(`\n${lines.join('\n')}\n`);
   } finally {
     for (const running of processes.reverse()) await running.stop();
+    for (const database of dropAtEnd) await database.drop();
     for (const other of others)
       spawnSync('git', ['worktree', 'remove', '--force', other.dir], { cwd: repoRoot, stdio: 'ignore' });
     rmSync(dir, { recursive: true, force: true });
