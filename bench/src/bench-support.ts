@@ -110,6 +110,15 @@ export async function createBenchDatabase(
   };
 }
 
+/**
+ * VACUUM of a bench database, as autovacuum would leave it between bursts: where autovacuum is
+ * off (as on the machines these benches were made on), each measurement would otherwise meet the
+ * dead reservations and key row versions of the ones before it.
+ */
+export async function vacuumBenchDatabase(url: string): Promise<void> {
+  await onPostgres(url, async (sql) => void (await sql`VACUUM`));
+}
+
 /** Runs `seed` on a connection of its own to the database at `url` (long statements allowed), then closes it. */
 export async function onPostgres(
   url: string,

@@ -6,7 +6,12 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createBenchDatabase, onPostgres, postgresGatewayEnv, THREE_BUDGETS } from './bench-support.ts';
+import {
+  createBenchDatabase,
+  postgresGatewayEnv,
+  THREE_BUDGETS,
+  vacuumBenchDatabase,
+} from './bench-support.ts';
 import {
   imagesGatewayConfig,
   measureLoad,
@@ -178,9 +183,7 @@ async function main() {
     const trials: Record<string, Summary>[] = [];
     let pinned = false;
     for (let trial = 0; trial < TRIALS; trial++) {
-      // As autovacuum would between bursts, where it is off (pnpm bench's PG rows do the same).
-      if (STORE === 'postgres')
-        for (const database of databases) await onPostgres(database, async (sql) => void (await sql`VACUUM`));
+      if (STORE === 'postgres') for (const database of databases) await vacuumBenchDatabase(database);
       const relay = await startProcess(relayName, 'bench/src/baseline-relay.ts', {
         UPSTREAM_URL: upstream.url,
       });

@@ -8,10 +8,10 @@ import {
   createBenchDatabase,
   createBenchKey,
   createBenchKeys,
-  onPostgres,
   postgresGatewayEnv,
   THREE_BUDGETS,
   updateDocSection,
+  vacuumBenchDatabase,
 } from './bench-support.ts';
 import {
   imagesGatewayConfig,
@@ -335,16 +335,12 @@ async function main() {
     );
     const slowTargets = slowMeasured.length > 0 ? [slowBase as Target, ...slowMeasured] : [];
 
-    // The PG+Redis rows share one database, and each row leaves a dead reservation and key row
-    // version a request behind. Where autovacuum is off (as on the machines this bench was made
-    // on) they pile up, and each row would measure the debris of those before it: every PG row
-    // starts from a vacuumed database, as autovacuum would leave it between bursts.
+    // The PG+Redis rows share one database: each starts from a vacuumed one (vacuumBenchDatabase).
     const onPgStore = new Set([pgGateway, pgSecond]);
     const measurements: Measurement[] = [];
     for (const concurrency of CONCURRENCY) {
       for (const target of targets) {
-        if (onPgStore.has(target.server))
-          await onPostgres(database.url, async (sql) => void (await sql`VACUUM`));
+        if (onPgStore.has(target.server)) await vacuumBenchDatabase(database.url);
         await load(target, concurrency, WARMUP);
         const m = await load(target, concurrency, DURATION);
         if (concurrency === 1) {
