@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { usageEntry } from '../store.contract-tests.ts';
-import type { BudgetEvent } from '../store.ts';
+import type { BudgetEvent, Store } from '../store.ts';
 import { MIGRATIONS } from './migrations.ts';
 import { migrate, openSqliteStore } from './sqlite-store.ts';
 
@@ -21,6 +21,41 @@ const keyRecord = (creditsMicro: number | null) => ({
   createdAt: 1,
   expiresAt: null,
 });
+
+/** A request of one credit settled for key_1, with no hold before it. */
+const settleOne = (store: Store, requestId: string) =>
+  store.settle(
+    null,
+    {
+      requestId,
+      keyId: 'key_1',
+      creditsMicro: 1,
+      inputTokens: 1,
+      outputTokens: 0,
+      questions: 1,
+      status: 200,
+      elapsedMs: 1,
+      at: Date.now(),
+      route: 'default',
+      upstream: 'lexical',
+      cached: false,
+      tokenId: null,
+      subject: null,
+    },
+    0,
+  );
+
+/** The WAL header's checkpoint sequence number (bytes 12–15): SQLite adds one each time the WAL starts over. */
+function walRestarts(path: string): number {
+  const header = Buffer.alloc(16);
+  const fd = openSync(`${path}-wal`, 'r');
+  try {
+    readSync(fd, header, 0, 16, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return header.readUInt32BE(12);
+}
 
 describe('SQLite store', () => {
   let dir: string;
@@ -170,27 +205,7 @@ describe('SQLite store', () => {
     const path = join(dir, 'g.db');
     const store = openSqliteStore(path);
     await store.createKey(keyRecord(null));
-    const settle = (requestId: string) =>
-      store.settle(
-        null,
-        {
-          requestId,
-          keyId: 'key_1',
-          creditsMicro: 1,
-          inputTokens: 1,
-          outputTokens: 0,
-          questions: 1,
-          status: 200,
-          elapsedMs: 1,
-          at: Date.now(),
-          route: 'default',
-          upstream: 'lexical',
-          cached: false,
-          tokenId: null,
-          subject: null,
-        },
-        0,
-      );
+    const settle = (requestId: string) => settleOne(store, requestId);
     // In WAL mode only a checkpoint writes the database file itself.
     const file = () => `${statSync(path).mtimeMs}:${statSync(path).size}`;
     const walSizes: number[] = [];
@@ -208,6 +223,28 @@ describe('SQLite store', () => {
     expect(walSizes.at(-1)).toBeLessThanOrEqual((walSizes[0] as number) * 1.5);
     await store.close();
   });
+
+  it('starts the WAL over while writes never pause, instead of letting it grow for as long as they last', async () => {
+    const path = join(dir, 'g.db');
+    const store = openSqliteStore(path);
+    await store.createKey(keyRecord(null));
+    // Eight callers, each settling again as soon as its last settle committed: a commit every turn
+    // of the event loop, so a checkpoint always finds frames committed while it copied.
+    let writing = true;
+    let sent = 0;
+    const caller = async () => {
+      while (writing) await settleOne(store, `req_${sent++}`);
+    };
+    const callers = Array.from({ length: 8 }, caller);
+    const first = walRestarts(path);
+    const deadline = Date.now() + 30_000;
+    while (walRestarts(path) < first + 2 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    writing = false;
+    await Promise.all(callers);
+    expect(walRestarts(path)).toBeGreaterThanOrEqual(first + 2);
+    await store.close();
+  }, 45_000);
 
   it('a write that fails midway in a shared commit leaves the next one the budget as the file holds it', async () => {
     const path = join(dir, 'g.db');
