@@ -190,7 +190,17 @@ describe('a PostgreSQL gateway whose database goes away', () => {
     await new Promise((resolve) => proxy?.close(resolve));
   });
 
-  it('warns that limits are per instance without REDIS_URL, answers /readyz 503 while the database is gone, and recovers', async () => {
+  it('warns that limits are per instance without REDIS_URL, answers /readyz 503 while the database is gone, and recovers', async ({
+    onTestFailed,
+  }) => {
+    // Whether the gateway was still running, and what it said last, is what a failure here needs.
+    onTestFailed(() => {
+      const { exitCode, signalCode } = instance.child;
+      const lastLines = instance.stdout().split('\n').slice(-30).join('\n');
+      console.error(
+        `gateway exit code ${exitCode}, signal ${signalCode}\n${instance.stderr()}\n${lastLines}`,
+      );
+    });
     expect(instance.logs().some((l) => String(l.msg).includes('rate limits are per instance'))).toBe(true);
     expect((await get(url, '/readyz')).status).toBe(200);
     accepting = false;

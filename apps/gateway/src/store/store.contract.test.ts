@@ -104,12 +104,15 @@ const openPostgres = async (): Promise<StoreFixture> => {
     openAnother: () => openPostgresStore(database.url, { poolSize: 3 }),
     async openUnderDeadline(timeoutMs) {
       const sql = connectPostgres(database.url, { poolSize: 3, timeoutMs });
+      const steps = connectPostgres(database.url, { poolSize: 1, timeoutMs });
       return {
-        store: postgresStore(sql, timeoutMs),
+        store: postgresStore({ sql, steps }, timeoutMs),
         async occupy(ms) {
           // Rows first, then a sleep the server's statement_timeout cuts short: the case that once
-          // left a connection handing the next query a shifted result.
-          await sql`SELECT g, CASE WHEN g = 20 THEN pg_sleep(${ms / 1000}) END AS slept
+          // left a connection handing the next query a shifted result. On the pool, or on the
+          // steps' own connection, where the next batch may already be pipelined behind it.
+          const on = Math.random() < 0.5 ? sql : steps;
+          await on`SELECT g, CASE WHEN g = 20 THEN pg_sleep(${ms / 1000}) END AS slept
                     FROM generate_series(1, 40) AS g`.catch(() => {});
         },
       };

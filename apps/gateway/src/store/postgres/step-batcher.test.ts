@@ -53,6 +53,25 @@ describe('createStepBatcher', () => {
     expect(held.batches[1]?.every((s) => typeof s.deadline === 'number')).toBe(true);
   });
 
+  it('with two batches allowed on their way, sends the next while the first is out, and no third', async () => {
+    const held = heldApply();
+    const submit = createStepBatcher({ apply: held.apply, maxInFlight: 2 });
+    const first = submit(step('a'), later());
+    await settled();
+    const second = submit(step('b'), later());
+    await settled();
+    const third = ['c', 'd'].map((request) => submit(step(request), later()));
+    await settled();
+    expect(held.batches.map((b) => b.map((s) => s.request))).toEqual([['a'], ['b']]);
+    held.release();
+    await first;
+    await settled();
+    expect(held.batches.map((b) => b.map((s) => s.request))).toEqual([['a'], ['b'], ['c', 'd']]);
+    held.release();
+    held.release();
+    await Promise.all([second, ...third]);
+  });
+
   it('a step the database found late, or still queued at its deadline, is the store being unavailable', async () => {
     const submit = createStepBatcher({
       apply: async (steps) => steps.map((s, i) => row(i, s.request === 'late' ? { refused: 'late' } : {})),

@@ -46,8 +46,10 @@ export interface StepBatcherOptions {
   /** Most steps in one statement. */
   maxSteps?: number;
   /**
-   * Most batches on their way at once. One: a second batch on the same keys only waits for the
-   * first one's row locks, and measured at c=64 it halved the throughput on one key.
+   * Most batches on their way at once (one unless said). More pays only where the batches share
+   * one connection, which pipelines them (postgres-store.ts): on a pool's second connection a
+   * batch on the same keys only waited for the first one's row locks, and measured at c=64 it
+   * halved the throughput on one key.
    */
   maxInFlight?: number;
 }
