@@ -16,6 +16,36 @@ export interface BudgetRow {
 export const BUDGET_COLUMNS =
   'holder, holder_kind AS kind, period, limit_micro AS "limitMicro", mode, window_start AS "windowStart", spent_micro AS "spentMicro"';
 
+/** The same columns as values, in this order, for a store that reads rows as arrays (toBudgetRow). */
+export const BUDGET_VALUES = 'holder, holder_kind, period, limit_micro, mode, window_start, spent_micro';
+export type BudgetValues = [
+  holder: string,
+  kind: BudgetRow['kind'],
+  period: BudgetWindow,
+  limitMicro: number,
+  mode: BudgetMode,
+  windowStart: number,
+  spentMicro: number,
+];
+
+export const toBudgetRow = ([
+  holder,
+  kind,
+  period,
+  limitMicro,
+  mode,
+  windowStart,
+  spentMicro,
+]: BudgetValues): BudgetRow => ({
+  holder,
+  kind,
+  period,
+  limitMicro,
+  mode,
+  windowStart,
+  spentMicro,
+});
+
 export interface ProjectRow {
   id: string;
   name: string;

@@ -1,5 +1,12 @@
 import type Database from 'better-sqlite3';
-import { BUDGET_COLUMNS, type BudgetRow, PROJECT_SELECT, type ProjectRow } from '../budget-rows.ts';
+import {
+  BUDGET_COLUMNS,
+  BUDGET_VALUES,
+  type BudgetRow,
+  type BudgetValues,
+  PROJECT_SELECT,
+  type ProjectRow,
+} from '../budget-rows.ts';
 import { ROLLUP_STEPS_MS } from '../rollups.ts';
 import { KEY_COLUMNS, type KeyRow, TOKEN_AUTH_COLUMNS, type toTokenAuth, type UsageRow } from '../rows.ts';
 import type { KeyAuth } from '../store.ts';
@@ -169,9 +176,16 @@ export function prepareStatements(db: Database.Database) {
        source = excluded.source`,
     ),
     // Budgets and projects (docs/budgets.md).
-    budgetsOf: db.prepare<{ keyId: string; projectId: string | null }, BudgetRow>(
-      `SELECT ${BUDGET_COLUMNS} FROM budgets WHERE holder = @keyId OR holder = @projectId`,
-    ),
+    /**
+     * Read twice a request of a budgeted key: as arrays, in BUDGET_VALUES' order, since
+     * better-sqlite3 makes each row object by adding its columns one by one under names it looks
+     * up anew (5.0 → 3.4 µs for three rows, made into objects in JavaScript).
+     */
+    budgetsOf: db
+      .prepare<[keyId: string, projectId: string | null], BudgetValues>(
+        `SELECT ${BUDGET_VALUES} FROM budgets WHERE holder = ? OR holder = ?`,
+      )
+      .raw(true),
     budgetsOfHolder: db.prepare<[string], BudgetRow>(
       `SELECT ${BUDGET_COLUMNS} FROM budgets WHERE holder = ?`,
     ),
