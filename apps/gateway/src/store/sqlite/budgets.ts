@@ -129,6 +129,13 @@ export function sqliteBudgets({ db, sql, guarded, background }: SqliteParts) {
   const budgetsOf = (keyId: string, projectId: string | null): BudgetRow[] =>
     sql.budgetsOf.all(keyId, projectId).map(toBudgetRow);
 
+  /**
+   * The budgets that `amount` beside the key's live holds could take to a limit (or, soft, to 80%
+   * of it): every row the rules below could act on, usually none (statements.ts, `budgetsNear`).
+   */
+  const budgetsNear = (keyId: string, projectId: string | null, keyHeld: number, amount: number) =>
+    sql.budgetsNear.all(keyId, projectId, keyHeld + amount, amount).map(toBudgetRow);
+
   /** Inside a reservation's write: the hard budgets this amount would take past their limits. */
   const refusal = (
     keyId: string,
@@ -138,7 +145,8 @@ export function sqliteBudgets({ db, sql, guarded, background }: SqliteParts) {
     since: number,
     keyHeld: number,
   ): BudgetExceeded[] => {
-    const rows = budgetsOf(keyId, projectId);
+    const rows = budgetsNear(keyId, projectId, keyHeld, amount);
+    if (rows.length === 0) return [];
     return exceededBudgets(rows, amount, windowStarts(at), (row) =>
       row.kind === 'key' ? keyHeld : heldBy(row, since),
     );
@@ -156,8 +164,8 @@ export function sqliteBudgets({ db, sql, guarded, background }: SqliteParts) {
     since: number,
     keyHeld: number,
   ): { debit: number; events: BudgetEvent[] } => {
-    const rows = budgetsOf(keyId, projectId);
-    if (rows.length === 0) return { debit, events: [] };
+    // Only ever asked of a key with budgets (its own or its project's): the debit counts in them all.
+    const rows = budgetsNear(keyId, projectId, keyHeld, debit);
     const starts = windowStarts(at);
     const capped = capToBudgets(rows, debit, starts, (row) =>
       row.kind === 'key' ? keyHeld : heldBy(row, since),

@@ -186,6 +186,25 @@ export function prepareStatements(db: Database.Database) {
         `SELECT ${BUDGET_VALUES} FROM budgets WHERE holder = ? OR holder = ?`,
       )
       .raw(true),
+    /**
+     * The rows among those of a key and its project that a reserve's amount or a settle's debit
+     * (beside the key's live holds) could take to or past a limit, or a soft one to 80% of it: what
+     * the budget rules (budget-rules.ts) may act on, judged there. A superset, since a row's stored
+     * spend is at least its spend in the current window; a project's rows always, since what its
+     * keys hold is summed only for them. A request far from its limits reads no row at all.
+     */
+    budgetsNear: db
+      .prepare<
+        [keyId: string, projectId: string | null, heldWithAmount: number, amount: number],
+        BudgetValues
+      >(
+        `SELECT ${BUDGET_VALUES} FROM budgets
+         WHERE (holder = ? OR holder = ?)
+           AND (holder_kind = 'project'
+                OR (mode = 'hard' AND spent_micro + ? > limit_micro)
+                OR (mode = 'soft' AND (spent_micro + ?) * 5 >= limit_micro * 4))`,
+      )
+      .raw(true),
     budgetsOfHolder: db.prepare<[string], BudgetRow>(
       `SELECT ${BUDGET_COLUMNS} FROM budgets WHERE holder = ?`,
     ),
