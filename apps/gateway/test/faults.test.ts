@@ -253,6 +253,54 @@ describe('answers below the router', () => {
     expect(running.logs().some((l) => l.msg === 'request aborted by the client')).toBe(true);
   });
 
+  it('forgets a request whose client leaves while its answer is awaited: not in flight, logged once, still charged', async () => {
+    const cwd = workdir();
+    let answer: (() => void) | undefined;
+    const standIn = await startStandIn(async (req, res) => {
+      await new Promise<void>((resolve) => {
+        answer = resolve;
+      });
+      json(res, 200, nativeAnswer(req));
+    });
+    cleanups.push(standIn.close);
+    const { running, url } = await gateway(cwd, { UPSTREAM: 'systemone', UPSTREAM_BASE_URL: standIn.url });
+    const { id, key } = await createKey(url, 10);
+    const body = JSON.stringify(sampleRequest());
+    const leaving = await rawSocket(url);
+    leaving.socket.write(
+      `POST /v1/systemone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    // Waited for, not timed: the whole body is in and the upstream asked; then the client leaves.
+    const until = async (done: () => boolean, what: string) => {
+      const deadline = Date.now() + 15_000;
+      while (!done()) {
+        if (Date.now() > deadline) throw new Error(what);
+        await sleep(20);
+      }
+    };
+    await until(() => answer !== undefined, 'the upstream was never asked');
+    leaving.socket.destroy();
+    const aborted = () => running.logs().filter((l) => l.msg === 'request aborted by the client');
+    await until(() => aborted().length > 0, 'the abort was never logged');
+    expect(aborted()[0]).toMatchObject({ method: 'POST', path: '/v1/systemone' });
+    let metrics = await fetch(`${url}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/dg_http_requests_in_flight 1\b/); // the scrape itself
+    // The upstream answers after all: the decision is charged and recorded, nothing counted twice.
+    answer?.();
+    let credits = 10;
+    const charged = Date.now() + 15_000;
+    while (credits === 10) {
+      if (Date.now() > charged) throw new Error('the answered decision was never charged');
+      await sleep(50);
+      credits = (await get(url, `/admin/keys/${id}`, bearer(ADMIN_TOKEN))).body.data.credits;
+    }
+    expect(credits).toBeCloseTo(10 - 0.412, 9);
+    metrics = await fetch(`${url}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/dg_http_requests_in_flight 1\b/);
+    expect(aborted()).toHaveLength(1);
+    expect(running.logs().filter((l) => (l.level as number) >= 50)).toEqual([]);
+  });
+
   it('closes a connection whose bytes are not HTTP at all', async () => {
     const cwd = workdir();
     const { url } = await gateway(cwd, {});

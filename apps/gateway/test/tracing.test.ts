@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,6 +51,8 @@ function configFile(dir: string, up: Record<string, StandIn>): string {
         strong: systemone('strong'),
         small: systemone('steady', { maxQuestions: 2, model: 'small-model' }),
         seeing: systemone('steady', { images: true, model: 'seeing-model' }),
+        // Answers only when its suite says so (the steady stand-in where a suite has none).
+        held: systemone(up.held ? 'held' : 'steady', { model: 'held-model' }),
       },
       routes: {
         default: { upstreams: ['steady'], cache: { ttlSeconds: 3600 } },
@@ -59,6 +61,7 @@ function configFile(dir: string, up: Record<string, StandIn>): string {
         escalate: { upstreams: ['steady'], escalate: { to: 'strong', confidenceBelow: 0.6 } },
         groups: { upstreams: ['small'] },
         vision: { upstreams: ['seeing'] },
+        held: { upstreams: ['held'] },
       },
     }),
   );
@@ -155,11 +158,17 @@ describe('tracing over OTLP/JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)', () =>
   let up: Record<string, StandIn>;
   let running: Running | undefined;
   let flakyCalls = 0;
+  /** The held stand-in's calls, each answered when its suite releases it. */
+  const heldCalls: (() => void)[] = [];
 
   beforeAll(async () => {
     const standIns = async () => ({
       steady: await answering(),
       strong: await answering(),
+      held: await startStandIn(async (request, res) => {
+        await new Promise<void>((release) => heldCalls.push(release));
+        json(res, 200, nativeAnswer(request, { input_tokens: 50, output_tokens: 1 }));
+      }),
       // 503 on every odd call, an answer on every even one: each request is retried once.
       flaky: await startStandIn((request, res) => {
         flakyCalls++;
@@ -486,6 +495,43 @@ describe('tracing over OTLP/JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)', () =>
       '  INTERNAL dg.store.settle',
     ]);
     expect(server.attributes).toMatchObject({ 'dg.door': 'mcp', 'http.route': '/mcp', 'dg.code': 0 });
+  });
+
+  it('a caller that goes away while the upstream thinks: its SERVER span ends then, as aborted, and once', async () => {
+    const { url, key, gateway } = running as Running;
+    const traceId = '5a1c0e8e5b0d4c3fa2b9e7d6c5b4a392';
+    const caller = request(`${url}/v1/systemone`, {
+      method: 'POST',
+      headers: {
+        ...routed('held', key),
+        'content-type': 'application/json',
+        traceparent: `00-${traceId}-7d4f1c2b3a596870-01`,
+      },
+    });
+    caller.on('error', () => {}); // the socket it destroys below
+    caller.end(JSON.stringify(sampleRequest()));
+    // Its whole body sent, the request waits on the held upstream; then the caller leaves.
+    const deadline = Date.now() + 15_000;
+    while (heldCalls.length === 0 && Date.now() < deadline) await sleep(20);
+    expect(heldCalls).toHaveLength(1);
+    caller.destroy();
+    const ofTrace = (spans: ReceivedSpan[]) => spans.filter((s) => s.traceId === traceId);
+    await receiver.waitFor((spans) => ofTrace(spans).some((s) => s.kind === 'SERVER'), 15_000);
+    // The upstream answers after all: the gateway finishes the request, settling it.
+    heldCalls.shift()?.();
+    await receiver.waitFor((spans) => ofTrace(spans).some((s) => s.name === 'dg.store.settle'));
+    const servers = ofTrace(receiver.spans).filter((s) => s.kind === 'SERVER');
+    expect(servers).toHaveLength(1);
+    expect(servers[0]?.statusCode).toBe(2);
+    expect(servers[0]?.attributes).toMatchObject({ 'error.type': 'aborted', 'dg.door': 'rest' });
+    // Logged once, under its trace, and no longer counted in flight (but the scrape itself).
+    const lines = gateway
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes(traceId));
+    expect(lines.filter((line) => line.includes('request aborted by the client'))).toHaveLength(1);
+    const metrics = await fetch(`${url}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/dg_http_requests_in_flight 1\b/);
   });
 
   it('continues a caller’s trace, carries it to the upstream, and respects an unsampled caller', async () => {

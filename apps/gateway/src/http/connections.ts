@@ -34,6 +34,11 @@ export interface ConnectionOptions {
   logger: Logger;
   /** Told of every answer written below the router (408, 431), for metrics. */
   onAnswered(status: number, code: number): void;
+  /**
+   * Told of a request whose connection closed before its answer was written (its client went
+   * away, even after sending all of its body, which Fastify's onRequestAbort does not report).
+   */
+  onAbandoned(request: FastifyRequest): void;
   /** The door a routed request belongs to, whose format an answer below the router takes. */
   doorOf(request: FastifyRequest): DoorName;
 }
@@ -48,6 +53,8 @@ export function createConnections(options: ConnectionOptions) {
   let app: FastifyInstance | undefined;
   const open = new Set<Socket>();
   let lastConnectionAt = 0;
+  /** The drain is closing every connection itself: what they carried is its to account for. */
+  let forcing = false;
   /** The request a socket is receiving or being answered for, so a timeout can name it. */
   const receiving = new WeakMap<Socket, { request: FastifyRequest; reply: FastifyReply }>();
 
@@ -133,7 +140,13 @@ export function createConnections(options: ConnectionOptions) {
       fastify.server.on('connection', (socket: Socket) => {
         lastConnectionAt = Date.now();
         open.add(socket);
-        socket.once('close', () => open.delete(socket));
+        socket.once('close', () => {
+          open.delete(socket);
+          // A request still being answered when its connection closed; not one the drain cut.
+          const current = receiving.get(socket);
+          if (current !== undefined && !current.reply.raw.writableFinished && !forcing)
+            options.onAbandoned(current.request);
+        });
       });
       fastify.addHook('onRequest', (request, reply, done) => {
         receiving.set(request.raw.socket as Socket, { request, reply });
@@ -168,6 +181,7 @@ export function createConnections(options: ConnectionOptions) {
         { connections: open.size, shutdownTimeoutMs: options.shutdownTimeoutMs },
         'shutdown timeout: closing every connection and releasing what they held',
       );
+      forcing = true;
       server.closeAllConnections();
       for (const socket of open) socket.destroy();
       await onForced();

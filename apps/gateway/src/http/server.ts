@@ -1,6 +1,11 @@
 import type { Socket } from 'node:net';
 import { failure, type UpstreamHealth } from '@decision-gateway/contract';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import type { Logger } from 'pino';
 import type { Authenticate } from '../auth/authenticate.ts';
 import type { TokenService } from '../auth/tokens.ts';
@@ -26,7 +31,7 @@ import type { Outcomes } from '../outcomes/outcome-service.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { Reviews } from '../reviews/review-service.ts';
 import type { Store } from '../store/store.ts';
-import { traceRequests } from '../telemetry/request-spans.ts';
+import { endAbandonedSpan, traceRequests } from '../telemetry/request-spans.ts';
 import { traceIdsOf, tracingOn } from '../telemetry/spans.ts';
 import type { UsageReports } from '../usage/reports.ts';
 import { createConnections, newRequestId } from './connections.ts';
@@ -93,6 +98,7 @@ export function buildServer(services: GatewayServices): Gateway {
     onAnswered(status, code) {
       metrics.requests.inc({ route: 'unmatched', method: '', status, code: String(code) });
     },
+    onAbandoned: (request) => abandoned(request),
     doorOf,
   });
   const app = Fastify({
@@ -159,20 +165,35 @@ export function buildServer(services: GatewayServices): Gateway {
     done(null, payload);
   });
 
-  // One line per request, with what the evaluation said about itself; never a key or token.
-  // A request whose client went away, or that was answered below the router (408), gets no
-  // onResponse: it leaves the in-flight count here, once, and says so in the log.
-  app.addHook('onRequestAbort', (request, done) => {
-    if (finished.has(request)) return done();
+  /**
+   * A request whose client went away before its answer was written, in the middle of its body
+   * (Fastify's onRequestAbort) or while the gateway worked on it (its connection closed,
+   * connections.ts), or that was answered below the router (408): it gets no onResponse. It leaves
+   * the in-flight count here, once, says so in the log, and its SERVER span ends as aborted. Its
+   * evaluation, if one began, runs on and is recorded as any other.
+   */
+  function abandoned(request: FastifyRequest) {
+    if (finished.has(request)) return;
     finished.add(request);
     metrics.inFlight.dec();
+    endAbandonedSpan(request);
     if (request.outcome?.belowRouter !== true)
       request.log.info(
-        { path: request.url.split('?', 1)[0], ...(request.traceParent && traceIdsOf(request.traceParent)) },
+        {
+          method: request.method,
+          path: request.url.split('?', 1)[0],
+          elapsedMs: Math.round(performance.now() - request.startedAt),
+          ...(request.traceParent && traceIdsOf(request.traceParent)),
+        },
         'request aborted by the client',
       );
+  }
+  app.addHook('onRequestAbort', (request, done) => {
+    abandoned(request);
     done();
   });
+
+  // One line per request, with what the evaluation said about itself; never a key or token.
 
   app.addHook('onResponse', (request, reply, done) => {
     if (finished.has(request)) return done();

@@ -8,6 +8,7 @@ import {
   type Span,
   SpanKind,
   SpanStatusCode,
+  TraceFlags,
   type Tracer,
   trace,
 } from '@opentelemetry/api';
@@ -85,9 +86,14 @@ export function inSpan<T>(
   );
 }
 
-/** Whether the trace `parent` belongs to is recorded (sampled): a left-out one makes no child spans. */
+/**
+ * Whether the trace `parent` belongs to is sampled: a left-out one makes no child spans. Its flag,
+ * not `isRecording()`: a SERVER span ended early (its client went away) stops recording, yet the
+ * work still under way beneath it (the upstream's answer, the settle) belongs in its trace.
+ */
 function recording(parent: TraceParent): boolean {
-  return trace.getSpan(parent)?.isRecording() ?? false;
+  const flags = trace.getSpanContext(parent)?.traceFlags ?? TraceFlags.NONE;
+  return (flags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED;
 }
 
 /**
