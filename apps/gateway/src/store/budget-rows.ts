@@ -28,22 +28,14 @@ export type BudgetValues = [
   spentMicro: number,
 ];
 
-export const toBudgetRow = ([
-  holder,
-  kind,
-  period,
-  limitMicro,
-  mode,
-  windowStart,
-  spentMicro,
-]: BudgetValues): BudgetRow => ({
-  holder,
-  kind,
-  period,
-  limitMicro,
-  mode,
-  windowStart,
-  spentMicro,
+export const toBudgetRow = (row: BudgetValues): BudgetRow => ({
+  holder: row[0],
+  kind: row[1],
+  period: row[2],
+  limitMicro: row[3],
+  mode: row[4],
+  windowStart: row[5],
+  spentMicro: row[6],
 });
 
 export interface ProjectRow {
