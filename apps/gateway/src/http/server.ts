@@ -194,7 +194,6 @@ export function buildServer(services: GatewayServices): Gateway {
   });
 
   // One line per request, with what the evaluation said about itself; never a key or token.
-
   app.addHook('onResponse', (request, reply, done) => {
     if (finished.has(request)) return done();
     finished.add(request);

@@ -177,9 +177,10 @@ export function prepareStatements(db: Database.Database) {
     ),
     // Budgets and projects (docs/budgets.md).
     /**
-     * Read twice a request of a budgeted key: as arrays, in BUDGET_VALUES' order, since
-     * better-sqlite3 makes each row object by adding its columns one by one under names it looks
-     * up anew (5.0 → 3.4 µs for three rows, made into objects in JavaScript).
+     * Every budget row of a key and of its project (a refund's windows). Both reads of the rows read
+     * them as arrays, in BUDGET_VALUES' order: better-sqlite3 makes a row object by adding its
+     * columns one by one under names it looks up anew (5.0 → 3.4 µs for three rows, made into
+     * objects in JavaScript).
      */
     budgetsOf: db
       .prepare<[keyId: string, projectId: string | null], BudgetValues>(
