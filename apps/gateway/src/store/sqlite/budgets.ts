@@ -146,7 +146,6 @@ export function sqliteBudgets({ db, sql, guarded, background }: SqliteParts) {
     keyHeld: number,
   ): BudgetExceeded[] => {
     const rows = budgetsNear(keyId, projectId, keyHeld, amount);
-    if (rows.length === 0) return [];
     return exceededBudgets(rows, amount, windowStarts(at), (row) =>
       row.kind === 'key' ? keyHeld : heldBy(row, since),
     );
