@@ -1,7 +1,6 @@
-import { EventEmitter } from 'node:events';
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { Logger } from 'pino';
-import { type Dispatcher, Pool } from 'undici';
+import { Pool } from 'undici';
 import {
   type ClientSpan,
   clientSpan,
@@ -10,6 +9,7 @@ import {
   traceIdsOf,
   type UpstreamIdentity,
 } from '../telemetry/spans.ts';
+import { type CallResult, httpCall } from './http-call.ts';
 import { jsonBody } from './json-body.ts';
 import { nativeErrorReason } from './native-errors.ts';
 import {
@@ -116,56 +116,6 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
     port: Number(base.port) || (base.protocol === 'https:' ? 443 : 80),
   };
 
-  async function attempt(
-    path: string,
-    payload: Buffer,
-    deadlineAt: number,
-    span: ClientSpan | undefined,
-    sent: Record<string, string>,
-  ): Promise<
-    | {
-        kind: 'response';
-        status: number;
-        headers: Record<string, string | string[] | undefined>;
-        text: string;
-      }
-    | { kind: 'connection'; reason: string; code: string | undefined }
-    | { kind: 'too_large'; status: number }
-    | { kind: 'deadline' }
-  > {
-    // undici takes an EventEmitter as the signal (its documented alternative to AbortSignal):
-    // emitting 'abort' ends the request and its body alike. An AbortController costs about 3 µs
-    // more per call, and every request makes at least one.
-    const deadline = new EventEmitter() as EventEmitter & { aborted?: boolean };
-    const timer = setTimeout(
-      () => {
-        deadline.aborted = true;
-        deadline.emit('abort');
-      },
-      Math.max(0, deadlineAt - Date.now()),
-    );
-    try {
-      const response = await pool.request({
-        path: basePath + path,
-        method: 'POST',
-        headers: span?.headers ?? sent,
-        body: payload,
-        signal: deadline,
-      });
-      // Read within the same deadline (the signal covers the body too) and never past the size
-      // limit: a huge or endless answer costs at most maxBodyBytes of memory.
-      const text = await readLimited(response.body, maxBodyBytes, response.headers['content-length']);
-      if (text === undefined) return { kind: 'too_large', status: response.statusCode };
-      return { kind: 'response', status: response.statusCode, headers: response.headers, text };
-    } catch (error) {
-      if (deadline.aborted === true) return { kind: 'deadline' };
-      const { message, code } = error as NodeJS.ErrnoException;
-      return { kind: 'connection', reason: message || 'connection failed', code };
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   async function exchange(path: string, payload: Buffer, call: CallContext): Promise<Ending> {
     let last: Ending = { kind: 'deadline' };
     const sent = call.headers === undefined ? headers : { ...headers, ...call.headers };
@@ -176,7 +126,13 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
         call.trace === undefined
           ? undefined
           : clientSpan(identity, call.trace as TraceParent, { retry: n, questions: call.questions }, sent);
-      const result = await attempt(path, payload, call.deadlineAt, span, sent);
+      const request = {
+        path: basePath + path,
+        method: 'POST',
+        headers: span?.headers ?? sent,
+        body: payload,
+      } as const;
+      const result = await httpCall(pool, request, maxBodyBytes, call.deadlineAt);
       const judged = judge(result);
       if (span) endSpan(span, result, judged.ending);
       if (!judged.retryable) return judged.ending;
@@ -204,7 +160,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
   }
 
   /** What one HTTP call came to, and whether the retry policy tries again (after `wait`, if asked). */
-  function judge(result: Awaited<ReturnType<typeof attempt>>): {
+  function judge(result: CallResult): {
     ending: Ending;
     retryable: boolean;
     wait?: number | undefined;
@@ -275,7 +231,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
   }
 
   /** A call's span told how it ended: its status, the upstream's request id, and what a success's body says. */
-  function endSpan(span: ClientSpan, result: Awaited<ReturnType<typeof attempt>>, ending: Ending): void {
+  function endSpan(span: ClientSpan, result: CallResult, ending: Ending): void {
     if (result.kind === 'response')
       span.answered(result.status, headerValue(result.headers[options.requestIdHeader]));
     else if (result.kind === 'too_large') span.answered(result.status, undefined);
@@ -410,34 +366,4 @@ function parseJson(text: string): { value: unknown } | undefined {
 
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-/**
- * A body as text, or undefined once it passes `limit` bytes (the rest is not read). Events rather
- * than `for await`: this runs on every upstream answer, and async iteration costs a promise a chunk.
- */
-function readLimited(
-  body: Dispatcher.ResponseData['body'],
-  limit: number,
-  declared: string | string[] | undefined,
-): Promise<string | undefined> {
-  if (typeof declared === 'string') {
-    // A declared length is enforced by undici (a longer body is an error): read it at once, or not at all.
-    if (Number(declared) <= limit) return body.text();
-    body.destroy();
-    return Promise.resolve(undefined);
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    body.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        body.destroy();
-        resolve(undefined);
-      } else chunks.push(chunk);
-    });
-    body.once('end', () => resolve(Buffer.concat(chunks, size).toString('utf8')));
-    body.once('error', reject);
-  });
 }
