@@ -81,22 +81,24 @@ export function createMcpServer(deps: ToolDeps): Server {
 
 async function decide(evaluate: Evaluate, args: unknown, http: McpHttpCall): Promise<CallToolResult> {
   const requestId = http.nextRequestId();
-  const refuse = (f: GatewayFailure) => {
-    http.reported('decide', f.code);
-    return toolError(f, requestId);
-  };
   const { route, ...rest } = (args ?? {}) as Record<string, unknown>;
   if (route !== undefined && (typeof route !== 'string' || route.length === 0))
-    return refuse(
+    return refused(
+      http,
       failure('invalid_request', 'route: must be the name of a route', {
         issues: [{ path: ['route'], message: 'must be the name of a route' }],
       }),
+      requestId,
     );
   // The request every door evaluates; the model is the gateway's (a wrong one is still named).
   const body = { model: MODEL_ID, ...rest };
   const bytes = Buffer.byteLength(JSON.stringify(body));
   if (bytes > LIMITS.maxBodyBytes)
-    return refuse(failure('payload_too_large', `the decision is larger than ${LIMITS.maxBodyBytes} bytes`));
+    return refused(
+      http,
+      failure('payload_too_large', `the decision is larger than ${LIMITS.maxBodyBytes} bytes`),
+      requestId,
+    );
   const outcome = await evaluate({
     requestId,
     startedAt: http.startedAt,
@@ -107,7 +109,10 @@ async function decide(evaluate: Evaluate, args: unknown, http: McpHttpCall): Pro
       kind: 'lazy',
       contentType: 'application/json',
       bytes,
-      read: async () => ({ ok: true, value: body }),
+      // A method, not an arrow: run through tsx, an arrow made per call also names itself (docs/performance.md).
+      async read() {
+        return { ok: true, value: body };
+      },
     },
     trace: http.trace,
   });
@@ -123,6 +128,12 @@ async function decide(evaluate: Evaluate, args: unknown, http: McpHttpCall): Pro
     requestId,
   };
   return { content: [{ type: 'text', text: decisionText(decided) }], structuredContent: decided };
+}
+
+/** A decision refused before it was evaluated: reported, and told as a tool error. */
+function refused(http: McpHttpCall, f: GatewayFailure, requestId: string): CallToolResult {
+  http.reported('decide', f.code);
+  return toolError(f, requestId);
 }
 
 async function recordOutcome(

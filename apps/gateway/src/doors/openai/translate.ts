@@ -96,44 +96,54 @@ const DATA_URL = /^data:image\/(png|jpeg|webp);base64,/;
  * instructions), named `image-<i>` (docs/images.md#names); more than 128, or a data URL of
  * another kind, is refused at its path.
  */
-function imagesOf(body: OpenAiDecisionRequest): { sources: ImageSource[]; issues: Issue[] } {
-  const sources: ImageSource[] = [];
-  const issues: Issue[] = [];
-  const take = (
-    part: { type: string; image_url?: string; detail?: ImageDetail | null },
-    path: (string | number)[],
-  ) => {
-    if (part.type !== 'input_image' || part.image_url === undefined) return;
-    const ref = `image-${sources.length}`;
-    const detail = part.detail ?? undefined;
-    if (sources.length === OPENAI_LIMITS.maxImages)
-      issues.push({ path, message: `a request takes at most ${OPENAI_LIMITS.maxImages} images` });
-    const url = part.image_url;
-    if (url.startsWith('data:')) {
-      const format = DATA_URL.exec(url)?.[1] as ImageFormat | undefined;
-      if (format === undefined)
-        issues.push({
-          path: [...path, 'image_url'],
-          message: 'a data URL must be data:image/png, image/jpeg or image/webp with ;base64,',
-        });
-      sources.push({
-        ref,
-        path: [...path, 'image_url'],
-        detail,
-        base64: url.slice(url.indexOf(',') + 1),
-        declared: format,
-      });
-    } else sources.push({ ref, path: [...path, 'image_url'], detail, url });
-  };
+function imagesOf(body: OpenAiDecisionRequest): FoundImages {
+  const found: FoundImages = { sources: [], issues: [] };
   if (typeof body.input !== 'string')
     for (const [m, message] of body.input.entries())
       if (typeof message.content !== 'string')
-        for (const [p, part] of message.content.entries()) take(part, ['input', m, 'content', p]);
+        for (const [p, part] of message.content.entries()) take(found, part, ['input', m, 'content', p]);
   for (const [q, question] of body.questions.entries())
     if (typeof question.instructions !== 'string')
       for (const [p, part] of question.instructions.entries())
-        take(part, ['questions', q, 'instructions', p]);
-  return { sources, issues };
+        take(found, part, ['questions', q, 'instructions', p]);
+  return found;
+}
+
+interface FoundImages {
+  sources: ImageSource[];
+  issues: Issue[];
+}
+
+/**
+ * One content part: an image is added to what was found, or an issue at its path. Not a closure
+ * in imagesOf: run through tsx, a closure made per request also names itself (docs/performance.md).
+ */
+function take(
+  { sources, issues }: FoundImages,
+  part: { type: string; image_url?: string; detail?: ImageDetail | null },
+  path: (string | number)[],
+): void {
+  if (part.type !== 'input_image' || part.image_url === undefined) return;
+  const ref = `image-${sources.length}`;
+  const detail = part.detail ?? undefined;
+  if (sources.length === OPENAI_LIMITS.maxImages)
+    issues.push({ path, message: `a request takes at most ${OPENAI_LIMITS.maxImages} images` });
+  const url = part.image_url;
+  if (url.startsWith('data:')) {
+    const format = DATA_URL.exec(url)?.[1] as ImageFormat | undefined;
+    if (format === undefined)
+      issues.push({
+        path: [...path, 'image_url'],
+        message: 'a data URL must be data:image/png, image/jpeg or image/webp with ;base64,',
+      });
+    sources.push({
+      ref,
+      path: [...path, 'image_url'],
+      detail,
+      base64: url.slice(url.indexOf(',') + 1),
+      declared: format,
+    });
+  } else sources.push({ ref, path: [...path, 'image_url'], detail, url });
 }
 
 /** Names repeated, an unnamed question's `#i` taken by a name, a choice's value twice or `true` beside `"true"`. */
@@ -284,12 +294,11 @@ export function openAiAnswers(
     if (answer === undefined || refused.includes(id)) return { type: 'refusal', name };
     if (answer.type === 'noul') return { type: 'predicate', name, probability: answer.noul };
     if (answer.type === 'choice' && question.type === 'choice') {
-      const typedValue = (label: string) =>
-        question.choices.find((c) => String(c.value) === label)?.value ?? label;
+      const chosen = answer.choice;
       return {
         type: 'choice',
         name,
-        choice: typedValue(answer.choice),
+        choice: question.choices.find((c) => String(c.value) === chosen)?.value ?? chosen,
         confidence: answer.confidence,
         probabilities: question.choices.map((c) => ({
           value: c.value,
