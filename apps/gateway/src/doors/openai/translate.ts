@@ -101,11 +101,11 @@ function imagesOf(body: OpenAiDecisionRequest): FoundImages {
   if (typeof body.input !== 'string')
     for (const [m, message] of body.input.entries())
       if (typeof message.content !== 'string')
-        for (const [p, part] of message.content.entries()) take(found, part, ['input', m, 'content', p]);
+        for (const [p, part] of message.content.entries()) takeImage(found, part, ['input', m, 'content', p]);
   for (const [q, question] of body.questions.entries())
     if (typeof question.instructions !== 'string')
       for (const [p, part] of question.instructions.entries())
-        take(found, part, ['questions', q, 'instructions', p]);
+        takeImage(found, part, ['questions', q, 'instructions', p]);
   return found;
 }
 
@@ -118,7 +118,7 @@ interface FoundImages {
  * One content part: an image is added to what was found, or an issue at its path. Not a closure
  * in imagesOf: run through tsx, a closure made per request also names itself (docs/performance.md).
  */
-function take(
+function takeImage(
   { sources, issues }: FoundImages,
   part: { type: string; image_url?: string; detail?: ImageDetail | null },
   path: (string | number)[],
