@@ -262,9 +262,10 @@ describe('the MCP door, through the official MCP SDK', () => {
   });
 
   it('an unknown tool is the protocol’s own error', async () => {
-    await expect(mcp.client.callTool({ name: 'guess', arguments: {} })).rejects.toThrow(
-      /no tool named "guess"/,
-    );
+    await expect(mcp.client.callTool({ name: 'guess', arguments: {} })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/no tool named "guess"/),
+    });
   });
 
   it('records outcomes for a decision, which /admin/calibration then counts', async () => {
@@ -548,6 +549,50 @@ describe('Streamable HTTP’s own rules, judged by the door as the SDK’s trans
         code: -32600,
         message: 'Invalid Request: a request with this id is still being answered in this session',
       });
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('a tool call the SDK’s schema refuses, or one asking for a task, is the SDK server’s own error, and nothing is decided', async () => {
+    const upstream = scriptedUpstream(() => {
+      throw new Error('no decision should reach the upstream');
+    });
+    const gw = await startGateway({ upstream });
+    try {
+      const key = await gw.createKey({ credits: 10 });
+      const session = await openRaw(gw, key.key);
+      const arguments_ = { state: STATE, questions: { refund: REFUND } };
+      const unnamed = await post(
+        gw.url,
+        '/mcp',
+        { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { arguments: arguments_ } },
+        session,
+      );
+      expect(unnamed.status).toBe(200);
+      // The SDK's server answers a call its schema refuses as an internal error naming the issue.
+      expect(unnamed.body).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32603 } });
+      expect(JSON.parse(unnamed.body.error.message)).toMatchObject([{ path: ['params', 'name'] }]);
+      const task = await post(
+        gw.url,
+        '/mcp',
+        {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: { name: 'decide', arguments: arguments_, task: { ttl: 60_000 } },
+        },
+        session,
+      );
+      expect(task.status).toBe(200);
+      expect(task.body).toEqual({
+        jsonrpc: '2.0',
+        id: 2,
+        error: { code: -32603, message: 'Server does not support task creation (required for tools/call)' },
+      });
+      expect(upstream.calls).toBe(0);
+      const usage = await gw.keys.usage(key.id, 5);
+      expect(usage.ok && usage.value.totals.requests).toBe(0);
     } finally {
       await gw.close();
     }

@@ -25,7 +25,7 @@ import {
   type SessionLimits,
   type SessionTable,
 } from './sessions.ts';
-import { createMcpServer, type McpHttpCall } from './tools.ts';
+import { answerToolCall, createMcpServer, type McpHttpCall } from './tools.ts';
 import { ExchangeTransport } from './transport.ts';
 
 export interface McpDoorOptions extends DoorOptions {
@@ -44,7 +44,8 @@ const MAX_BODY_BYTES = 2 * LIMITS.maxBodyBytes;
  * key or token as the Bearer credential. Each session has its own server from the official SDK, on
  * a transport that hands it each exchange's messages (transport.ts); each tool call runs what every
  * door runs. It only translates: credentials, media type, JSON and Streamable HTTP's rules are
- * judged here, the messages by the SDK's server, the decision by the core.
+ * judged here, the messages by the SDK's schemas and server (a tool call checked by the schema and
+ * answered without the server's dispatch, tools.ts), the decision by the core.
  */
 export async function mcpDoor(app: FastifyInstance, opts: McpDoorOptions) {
   door(app, 'mcp', { ...opts, ownsNotFound: true });
@@ -203,7 +204,7 @@ function refuse(reply: FastifyReply, refusal: ProtocolRefusal) {
 /** A session for this key: its SDK server, connected to a transport that answers each exchange. */
 async function openSession(keyId: string, opts: McpDoorOptions, sessions: SessionTable): Promise<McpSession> {
   const server = createMcpServer(opts);
-  const transport = new ExchangeTransport();
+  const transport = new ExchangeTransport(answerToolCall(opts));
   transport.sessionId = randomUUID();
   const session: McpSession = { keyId, server, transport };
   await server.connect(transport);

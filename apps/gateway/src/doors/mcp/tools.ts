@@ -10,11 +10,14 @@ import {
   standaloneJsonSchema,
 } from '@decision-gateway/contract';
 import { summarizeAnswer } from '@decision-gateway/questions';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
+  type CallToolRequest,
   CallToolRequestSchema,
   type CallToolResult,
   ErrorCode,
+  type JSONRPCErrorResponse,
   ListToolsRequestSchema,
   McpError,
   type Tool,
@@ -23,6 +26,7 @@ import type { Evaluate } from '../../core/evaluation/index.ts';
 import type { TraceParent } from '../../telemetry/spans.ts';
 import type { CallerActions } from '../caller-actions.ts';
 import { type EvaluationReport, reportOf } from '../door-outcome.ts';
+import type { DirectAnswer } from './transport.ts';
 
 /**
  * The MCP door's tools (docs/mcp.md#tools): `decide` runs the one evaluation every door runs;
@@ -61,22 +65,64 @@ export interface ToolDeps {
   callers: CallerActions;
 }
 
-/** A new MCP server (one per session), answering the tool list and tool calls. */
+/**
+ * A new MCP server (one per session), answering the tool list; its tool calls are answered by
+ * `answerToolCall` before they reach it, but for those it words the refusal of (a malformed call,
+ * a task asked for).
+ */
 export function createMcpServer(deps: ToolDeps): Server {
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOL_LIST }));
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const http = extra.authInfo?.extra?.call as McpHttpCall | undefined;
-    if (http === undefined) throw new Error('an MCP tool call outside an HTTP request');
-    const { name, arguments: args } = request.params;
-    if (name === 'decide') return decide(deps.evaluate, args, http);
-    if (name === 'record_outcome') return recordOutcome(deps.callers, args, http);
-    throw new McpError(
-      ErrorCode.InvalidParams,
-      `no tool named ${JSON.stringify(name)}: use decide or record_outcome`,
-    );
-  });
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+    callTool(deps, request.params, extra.authInfo),
+  );
   return server;
+}
+
+/**
+ * A session's tool calls, answered without the SDK server's dispatch: checked against the SDK's
+ * schema for a call, run, and answered as the server answers (errors by the same rule). The
+ * dispatch (an AbortController, a context of closures, the call parsed twice and its result once)
+ * cost ~28 µs of CPU a call (docs/performance.md#the-mcp-door). A call the schema refuses, or one
+ * asking for a task, goes on to the server, which words its refusal.
+ */
+export function answerToolCall(deps: ToolDeps): DirectAnswer {
+  return (request, extra) => {
+    if (request.method !== 'tools/call') return undefined;
+    const parsed = CallToolRequestSchema.safeParse(request);
+    if (!parsed.success || parsed.data.params.task !== undefined) return undefined;
+    const { id } = request;
+    return callTool(deps, parsed.data.params, extra.authInfo).then(
+      (result) => ({ jsonrpc: '2.0', id, result }),
+      (error: unknown) => ({ jsonrpc: '2.0', id, error: jsonRpcError(error) }),
+    );
+  };
+}
+
+async function callTool(
+  deps: ToolDeps,
+  params: CallToolRequest['params'],
+  authInfo: AuthInfo | undefined,
+): Promise<CallToolResult> {
+  const http = authInfo?.extra?.call as McpHttpCall | undefined;
+  if (http === undefined) throw new Error('an MCP tool call outside an HTTP request');
+  const { name, arguments: args } = params;
+  if (name === 'decide') return decide(deps.evaluate, args, http);
+  if (name === 'record_outcome') return recordOutcome(deps.callers, args, http);
+  throw new McpError(
+    ErrorCode.InvalidParams,
+    `no tool named ${JSON.stringify(name)}: use decide or record_outcome`,
+  );
+}
+
+/** A thrown error as the SDK's server answers it: its own code if it has one, else an internal error. */
+function jsonRpcError(error: unknown): JSONRPCErrorResponse['error'] {
+  const { code, message, data } = (error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
+  return {
+    code: Number.isSafeInteger(code) ? (code as number) : ErrorCode.InternalError,
+    message: typeof message === 'string' ? message : 'Internal error',
+    ...(data !== undefined && { data }),
+  };
 }
 
 async function decide(evaluate: Evaluate, args: unknown, http: McpHttpCall): Promise<CallToolResult> {

@@ -113,4 +113,69 @@ describe('ExchangeTransport', () => {
     await server.close();
     await asked;
   });
+
+  it('answers a request its direct answer takes without the server; leaves the rest to the server', async () => {
+    const transport = new ExchangeTransport((request) =>
+      request.method === 'tools/call' && request.params?.name === 'direct'
+        ? Promise.resolve({ jsonrpc: '2.0', id: request.id, result: { content: [] } })
+        : undefined,
+    );
+    const server = new Server({ name: 'unit', version: '1' }, { capabilities: { tools: {} } });
+    let served = 0;
+    server.setRequestHandler(CallToolRequestSchema, async () => {
+      served += 1;
+      return { content: [{ type: 'text', text: 'by the server' }] };
+    });
+    await server.connect(transport);
+    const byName = (id: number, name: string): JSONRPCMessage => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name, arguments: {} },
+    });
+    expect(await transport.exchange([byName(1, 'direct'), byName(2, 'other')], {})).toEqual({
+      ok: true,
+      answers: [
+        { jsonrpc: '2.0', id: 1, result: { content: [] } },
+        { jsonrpc: '2.0', id: 2, result: { content: [{ type: 'text', text: 'by the server' }] } },
+      ],
+    });
+    expect(served).toBe(1);
+    await server.close();
+  });
+
+  it('a direct answer that comes after its request was cancelled goes nowhere, not to a later request of its id', async () => {
+    const answers: ((text: string) => void)[] = [];
+    const transport = new ExchangeTransport(
+      (request) =>
+        new Promise((resolve) => {
+          answers.push((text) =>
+            resolve({ jsonrpc: '2.0', id: request.id, result: { content: [{ type: 'text', text }] } }),
+          );
+        }),
+    );
+    const server = new Server({ name: 'unit', version: '1' }, { capabilities: { tools: {} } });
+    await server.connect(transport);
+    const cancelled = transport.exchange([call(7)], {});
+    const cancel: JSONRPCMessage = {
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 7 },
+    };
+    expect(await transport.exchange([cancel], {})).toEqual({ ok: true, answers: [] });
+    expect(await cancelled).toEqual({
+      ok: true,
+      answers: [{ jsonrpc: '2.0', id: 7, error: { code: -32800, message: 'Request cancelled' } }],
+    });
+    const again = transport.exchange([call(7)], {});
+    expect(answers).toHaveLength(2);
+    answers[0]?.('late');
+    await tick();
+    answers[1]?.('second');
+    expect(await again).toEqual({
+      ok: true,
+      answers: [{ jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: 'second' }] } }],
+    });
+    await server.close();
+  });
 });

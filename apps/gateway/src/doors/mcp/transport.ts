@@ -16,6 +16,15 @@ export type ExchangeAnswers =
   | { ok: false; reason: 'closed' | 'id_in_use' };
 
 /**
+ * Answers a request without the server's dispatch, or leaves it to the server (undefined). Its
+ * answer must come (an error is an answer); once its request is cancelled it is dropped.
+ */
+export type DirectAnswer = (
+  request: JSONRPCRequest,
+  extra: MessageExtraInfo,
+) => Promise<JSONRPCResultResponse | JSONRPCErrorResponse> | undefined;
+
+/**
  * One session's transport under the SDK's server: Streamable HTTP's JSON-response mode, where each
  * HTTP exchange hands its messages in and waits for the answers to its requests. Nothing is
  * pushed, so a message the server sends of its own accord (a notification, a request to the
@@ -24,6 +33,7 @@ export type ExchangeAnswers =
  * The SDK's WebStandardStreamableHTTPServerTransport does the same through a web `Request` and
  * `Response` per exchange; the door judges the HTTP rules itself (index.ts) and hands over plain
  * messages, which took a loaded tool call from 323 to 251 µs of CPU (docs/performance.md#the-mcp-door).
+ * A request its `DirectAnswer` takes (the door's tool calls) is answered without the server.
  */
 export class ExchangeTransport implements Transport {
   sessionId: string | undefined;
@@ -35,6 +45,11 @@ export class ExchangeTransport implements Transport {
   /** The exchanges in flight, each until every one of its requests is answered. */
   readonly #inFlight = new Set<Promise<unknown>>();
   #closed = false;
+  readonly #direct: DirectAnswer | undefined;
+
+  constructor(direct?: DirectAnswer) {
+    this.#direct = direct;
+  }
 
   /** Resolves once every exchange now in flight has its answers: a session ends after them. */
   async settled(): Promise<void> {
@@ -77,12 +92,31 @@ export class ExchangeTransport implements Transport {
     const all = Promise.all(answers);
     this.#inFlight.add(all);
     for (const message of messages) {
-      this.onmessage?.(message, extra);
+      if (!this.#answeredDirectly(message, extra)) this.onmessage?.(message, extra);
       if (isCancellation(message)) this.#answerCancelled(message.params.requestId);
     }
     const answered = await all.finally(() => this.#inFlight.delete(all));
     if (answered.some((answer) => answer === undefined)) return { ok: false, reason: 'closed' };
     return { ok: true, answers: answered as JSONRPCMessage[] };
+  }
+
+  /**
+   * A request the direct answer takes, answered by it: the answer goes to the exchange that asked,
+   * if that one still waits (a request cancelled meanwhile was answered -32800, and its id may
+   * since have been taken by another).
+   */
+  #answeredDirectly(message: JSONRPCMessage, extra: MessageExtraInfo): boolean {
+    if (!isRequest(message)) return false;
+    const answer = this.#direct?.(message, extra);
+    if (answer === undefined) return false;
+    const { id } = message;
+    const deliver = this.#waiting.get(id);
+    void answer.then((message) => {
+      if (this.#waiting.get(id) !== deliver) return;
+      this.#waiting.delete(id);
+      deliver?.(message);
+    });
+    return true;
   }
 
   /**
