@@ -58,7 +58,7 @@ export async function mcpDoor(app: FastifyInstance, opts: McpDoorOptions) {
   serve(app, undefined, { method: 'DELETE', path: '', operation: 'mcpEndSession' }, handle);
 }
 
-/** One HTTP exchange of the protocol: authenticate, read, find or open the session, let the SDK's server answer. */
+/** One HTTP exchange of the protocol: authenticate, read, find or open the session, let it answer. */
 async function exchange(
   request: FastifyRequest,
   reply: FastifyReply,
