@@ -66,9 +66,9 @@ export interface ToolDeps {
 }
 
 /**
- * A new MCP server (one per session), answering the tool list; its tool calls are answered by
- * `answerToolCall` before they reach it, but for those it words the refusal of (a malformed call,
- * a task asked for).
+ * A new MCP server (one per session), answering the tool list. Tool calls are answered by
+ * `answerToolCall` before they reach it; its handler for them stays so that the server still
+ * refuses a malformed call, or one asking for a task, in its own words.
  */
 export function createMcpServer(deps: ToolDeps): Server {
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
