@@ -21,7 +21,7 @@ import {
   restTarget,
   type Target,
 } from './load.ts';
-import { type Running, repoRoot, startProcess } from './processes.ts';
+import { pinServers, type Running, repoRoot, startProcess } from './processes.ts';
 
 /**
  * Fresh processes per trial: one Node process of the same code settles at its own speed (V8's
@@ -106,21 +106,13 @@ function createKey(checkoutDir: string, databaseUrl: string): string {
 }
 
 /**
- * With taskset and two CPUs or more: the servers measured (the relay and every gateway, one at a
- * time under load) on CPU 1; this process (the load generator) and the stand-in on CPU 0. A
- * server's CPU time per request then stops depending on what the scheduler put beside it.
+ * The servers measured on one CPU and the load on the other (`pinServers`), unless
  * BENCH_COMPARE_PIN=0 leaves every process where the scheduler puts it, as `pnpm bench` does (a
  * change that fills a gateway's idle time shows only then).
  */
 function pin(measured: Running[], others: Running[]): boolean {
   if (process.env.BENCH_COMPARE_PIN === '0') return false;
-  if (cpus().length < 2 || spawnSync('taskset', ['-V']).status !== 0) return false;
-  const set = (cpu: number, pid: number | undefined) =>
-    execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
-  set(0, process.pid);
-  for (const running of others) set(0, running.child.pid);
-  for (const running of measured) set(1, running.child.pid);
-  return true;
+  return pinServers(measured, others);
 }
 
 /** One target's figures in one round: req/s, CPU µs a request, KB of RSS rise a connection. */

@@ -1,5 +1,6 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 
 const here = dirname(new URL(import.meta.url).pathname);
@@ -109,4 +110,19 @@ export async function startProcess(
       await exited;
     },
   };
+}
+
+/**
+ * With taskset and two CPUs or more: the servers measured (each under load in its turn) on CPU 1;
+ * this process (the load generator) and the others (the stand-in) on CPU 0. A server's CPU time
+ * per request then stops depending on what the scheduler put beside it. False where it cannot.
+ */
+export function pinServers(measured: Running[], others: Running[]): boolean {
+  if (cpus().length < 2 || spawnSync('taskset', ['-V']).status !== 0) return false;
+  const set = (cpu: number, pid: number | undefined) =>
+    execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
+  set(0, process.pid);
+  for (const running of others) set(0, running.child.pid);
+  for (const running of measured) set(1, running.child.pid);
+  return true;
 }
