@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createBenchKey, updateDocSection } from './bench-support.ts';
+import { createBenchKey, sqliteGatewayEnv, updateDocSection } from './bench-support.ts';
 import { loadCount, QUESTION_DOORS, questionDoorFrom } from './load.ts';
 import { type Running, startProcess } from './processes.ts';
 
@@ -81,14 +81,7 @@ async function measure(scenario: (typeof SCENARIOS)[number], dir: string): Promi
     const gateway = await startProcess(
       `gateway (${scenario.name})`,
       'apps/gateway/src/main.ts',
-      {
-        DATABASE_URL: `file:${file}`,
-        RATE_LIMIT_PER_MINUTE: '0',
-        LOG_LEVEL: 'info',
-        PORT: '0',
-        UPSTREAM: 'systemone',
-        UPSTREAM_BASE_URL: upstream.url,
-      },
+      sqliteGatewayEnv(file, upstream.url),
       ['--trace-gc-nvp'],
     );
     processes.push(gateway);

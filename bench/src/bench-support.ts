@@ -18,6 +18,21 @@ export async function createBenchKey(path: string): Promise<string> {
 }
 
 /**
+ * The environment of the bench's REST gateway: a SQLite file, no rate limit, info logs, asking the
+ * stand-in upstream at `upstreamUrl` as a System One service.
+ */
+export function sqliteGatewayEnv(file: string, upstreamUrl: string): Record<string, string> {
+  return {
+    DATABASE_URL: `file:${file}`,
+    RATE_LIMIT_PER_MINUTE: '0',
+    LOG_LEVEL: 'info',
+    PORT: '0',
+    UPSTREAM: 'systemone',
+    UPSTREAM_BASE_URL: upstreamUrl,
+  };
+}
+
+/**
  * The environment of a REST gateway on PostgreSQL with Redis rate limits (docs/scaling-out.md),
  * asking the stand-in upstream at `upstreamUrl`: a limit high enough never to refuse, so the Redis
  * script runs on every request as in production.

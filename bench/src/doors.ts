@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createBenchKeys } from './bench-support.ts';
+import { createBenchKey, sqliteGatewayEnv } from './bench-support.ts';
 import { measureLoad, QUESTION_DOORS, type QuestionDoor, type Target } from './load.ts';
 import { pinServers, startProcess } from './processes.ts';
 
@@ -42,21 +42,17 @@ async function main() {
   try {
     for (let trial = 0; trial < TRIALS; trial++) {
       const file = join(dir, `gateway-${trial}.db`);
-      const [key] = await createBenchKeys(file, 1);
-      const gateway = await startProcess('gateway', 'apps/gateway/src/main.ts', {
-        DATABASE_URL: `file:${file}`,
-        RATE_LIMIT_PER_MINUTE: '0',
-        LOG_LEVEL: 'info',
-        PORT: '0',
-        UPSTREAM: 'systemone',
-        UPSTREAM_BASE_URL: upstream.url,
-      });
+      const key = await createBenchKey(file);
+      const gateway = await startProcess(
+        'gateway',
+        'apps/gateway/src/main.ts',
+        sqliteGatewayEnv(file, upstream.url),
+      );
       try {
         // Unpinned by default, as `pnpm bench` runs, whose rows the doors' bar is set on.
         pinned = process.env.BENCH_DOORS_PIN === '1' && pinServers([gateway], [upstream]);
         const targets: [QuestionDoor, Target][] = [];
-        for (const door of DOORS)
-          targets.push([door, await QUESTION_DOORS[door].target(door, gateway, key as string)]);
+        for (const door of DOORS) targets.push([door, await QUESTION_DOORS[door].target(door, gateway, key)]);
         for (const [, target] of targets) await measureLoad(target, CONNECTIONS, 3); // warm-up
         const rounds = new Map<QuestionDoor, Round[]>(DOORS.map((door) => [door, []]));
         for (let round = 0; round < ROUNDS; round++)

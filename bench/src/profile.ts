@@ -14,7 +14,7 @@ import {
 } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createBenchKey, updateDocSection } from './bench-support.ts';
+import { createBenchKey, sqliteGatewayEnv, updateDocSection } from './bench-support.ts';
 import { measureLoad, QUESTION_DOORS, questionDoorFrom, restTarget, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 
@@ -224,14 +224,7 @@ async function main() {
     const gateway = await startProcess(
       'gateway (systemone)',
       'apps/gateway/src/main.ts',
-      {
-        DATABASE_URL: `file:${join(dir, 'gateway.db')}`,
-        RATE_LIMIT_PER_MINUTE: '0',
-        LOG_LEVEL: 'info',
-        PORT: '0',
-        UPSTREAM: 'systemone',
-        UPSTREAM_BASE_URL: upstream.url,
-      },
+      sqliteGatewayEnv(join(dir, 'gateway.db'), upstream.url),
       SAMPLER === 'perf'
         ? ['--perf-basic-prof-only-functions']
         : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
