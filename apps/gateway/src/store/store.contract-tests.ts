@@ -337,6 +337,28 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         expect(await store.ledgerBalance(key.id)).toBe(500 * MICRO - 720_000);
       }));
 
+    it('a settle takes no more than the balance covers beside the other live holds, its own not counted', () =>
+      withStore(async ({ store }) => {
+        const key = newKey({ creditsMicro: 10 * MICRO });
+        await store.createKey(key);
+        const now = Date.now();
+        const first = await store.reserve(key.id, 'first', 6 * MICRO, now, now - 60_000);
+        const second = await store.reserve(key.id, 'second', 4 * MICRO, now, now - 60_000);
+        if (!first.ok || !second.ok) throw new Error('expected two holds');
+        // An operator lowers the balance beneath what the holds hold.
+        expect((await store.adjustCredits(key.id, -2 * MICRO, now)).ok).toBe(true);
+        // 8 left, 4 of them still held by the second request: the first pays 4 of its 6.
+        expect(
+          await store.settle(first.reservationId, usageEntry(key.id, 'first', 6 * MICRO), now - 60_000),
+        ).toBe(4 * MICRO);
+        // Nothing else is held now: the second pays its 4 in full, and the balance reaches 0.
+        expect(
+          await store.settle(second.reservationId, usageEntry(key.id, 'second', 4 * MICRO), now - 60_000),
+        ).toBe(4 * MICRO);
+        expect((await store.getKey(key.id))?.creditsMicro).toBe(0);
+        expect(await store.ledgerBalance(key.id)).toBe(0);
+      }));
+
     it('holds a balance at most at the ceiling of 1,000,000,000 credits', () =>
       withStore(async ({ store }) => {
         const key = newKey({ creditsMicro: 0 });
