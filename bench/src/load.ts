@@ -159,13 +159,47 @@ export interface LoadResult {
    * or awaiting collection.
    */
   rssRise: number;
+  /**
+   * With `slowResponses`: the responses that took over a second, and how many of those were the
+   * first on their connection (one a saturated event loop took long to accept, docs/performance.md).
+   */
+  overOneSecond?: { responses: number; firstOnConnection: number };
 }
 
-/** autocannon against one target, for a duration or a number of requests. */
-function fire(target: Target, connections: number, limit: { duration: number } | { amount: number }) {
+/** Responses slower than this are counted, and whether each was its connection's first. */
+const SLOW_RESPONSE_MS = 1_000;
+
+/** Counts the slow responses of autocannon instances, and those that were a connection's first. */
+function slowResponseCounter() {
+  const answered = new WeakSet<autocannon.Client>();
+  const counted = { responses: 0, firstOnConnection: 0 };
+  return {
+    counted,
+    watch<T extends autocannon.Instance>(instance: T): T {
+      instance.on('response', (client, _status, _bytes, responseTime) => {
+        const first = !answered.has(client);
+        if (first) answered.add(client);
+        if (responseTime <= SLOW_RESPONSE_MS) return;
+        counted.responses++;
+        if (first) counted.firstOnConnection++;
+      });
+      return instance;
+    },
+  };
+}
+
+/**
+ * autocannon against one target, for a duration or a number of requests. Without a callback it
+ * returns its instance made thenable (autocannon's lib/init.js), though its types say a Promise.
+ */
+function fire(
+  target: Target,
+  connections: number,
+  limit: { duration: number } | { amount: number },
+): autocannon.Instance & PromiseLike<autocannon.Result> {
   const { keys, eachBody } = target;
   let next = 0;
-  return autocannon({
+  const running = autocannon({
     url: target.url,
     method: 'POST',
     headers: { 'content-type': 'application/json', ...target.headers },
@@ -186,6 +220,7 @@ function fire(target: Target, connections: number, limit: { duration: number } |
     }),
     ...limit,
   });
+  return running as unknown as autocannon.Instance & PromiseLike<autocannon.Result>;
 }
 
 const failures = (result: autocannon.Result) => result.errors + result.timeouts + result.non2xx;
@@ -195,7 +230,12 @@ const failures = (result: autocannon.Result) => result.errors + result.timeouts 
  * replicas, the connections are split over the instances (fewer instances than connections at
  * c=1); throughput and CPU add up, and latency is the worst instance's.
  */
-export async function measureLoad(target: Target, connections: number, seconds: number): Promise<LoadResult> {
+export async function measureLoad(
+  target: Target,
+  connections: number,
+  seconds: number,
+  options: { slowResponses?: boolean } = {},
+): Promise<LoadResult> {
   const instances = [{ server: target.server, url: target.url }, ...(target.replicas ?? [])].slice(
     0,
     Math.max(1, connections),
@@ -207,14 +247,16 @@ export async function measureLoad(target: Target, connections: number, seconds: 
     for (const [i, instance] of instances.entries())
       rssPeak[i] = Math.max(rssPeak[i] as number, instance.server.rss());
   }, 100);
+  const slow = options.slowResponses ? slowResponseCounter() : undefined;
   const results = await Promise.all(
-    instances.map((instance, i) =>
-      fire(
+    instances.map((instance, i) => {
+      const fired = fire(
         { ...target, url: instance.url },
         Math.floor(connections / instances.length) + (i < connections % instances.length ? 1 : 0),
         { duration: seconds },
-      ),
-    ),
+      );
+      return slow ? slow.watch(fired) : fired;
+    }),
   ).finally(() => clearInterval(sampler));
   const cpuSeconds = instances.reduce(
     (sum, instance, i) => sum + instance.server.cpuSeconds() - (cpuBefore[i] as number),
@@ -229,6 +271,7 @@ export async function measureLoad(target: Target, connections: number, seconds: 
     requests,
     errors: results.reduce((sum, r) => sum + failures(r), 0),
     rssRise: rssPeak.reduce((sum, peak, i) => sum + Math.max(0, peak - (rssBefore[i] as number)), 0),
+    ...(slow && { overOneSecond: slow.counted }),
   };
 }
 

@@ -54,8 +54,13 @@ interface Measurement extends LoadResult {
   rssPerRequestKb?: number;
 }
 
-async function load(target: Target, concurrency: number, seconds: number): Promise<Measurement> {
-  return { target: target.name, concurrency, ...(await measureLoad(target, concurrency, seconds)) };
+async function load(
+  target: Target,
+  concurrency: number,
+  seconds: number,
+  options: { slowResponses?: boolean } = {},
+): Promise<Measurement> {
+  return { target: target.name, concurrency, ...(await measureLoad(target, concurrency, seconds, options)) };
 }
 
 /**
@@ -359,11 +364,11 @@ async function main() {
     for (const concurrency of SLOW_CONCURRENCY) {
       for (const target of slowTargets) {
         await load(target, concurrency, WARMUP);
-        const m = await load(target, concurrency, DURATION);
+        const m = await load(target, concurrency, DURATION, { slowResponses: true });
         const measured = { ...m, rssPerRequestKb: m.rssRise / 1024 / concurrency };
         measurements.push(measured);
         process.stderr.write(
-          `${target.name.padEnd(16)} c=${String(concurrency).padEnd(4)} ${m.rps.toFixed(0).padStart(6)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  ${m.cpuUsPerRequest.toFixed(0)} CPU µs/req  ${measured.rssPerRequestKb.toFixed(0)} KB/request in flight  errors ${m.errors}\n`,
+          `${target.name.padEnd(16)} c=${String(concurrency).padEnd(4)} ${m.rps.toFixed(0).padStart(6)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms  ${m.cpuUsPerRequest.toFixed(0)} CPU µs/req  ${measured.rssPerRequestKb.toFixed(0)} KB/request in flight  over 1 s ${m.overOneSecond?.responses} (first on a connection ${m.overOneSecond?.firstOnConnection})  errors ${m.errors}\n`,
         );
       }
     }
@@ -555,6 +560,19 @@ function buildReport(
 
 type Report = ReturnType<typeof buildReport>;
 
+/** Where the 100 ms upstream's slowest responses came from: connections waiting to be accepted. */
+function slowResponsesLine(report: Report): string {
+  const said = SLOW_CONCURRENCY.map((c) => {
+    const slow = report.rows.find(
+      (r) => r.target === `gateway REST ${SLOW}` && r.concurrency === c,
+    )?.overOneSecond;
+    return slow === undefined
+      ? `none counted at c=${c}`
+      : `at c=${c}, ${slow.responses.toLocaleString('en')} responses took over 1 s, ${slow.firstOnConnection.toLocaleString('en')} of them the first on their connection`;
+  });
+  return `With the 100 ms upstream, ${said.join('; ')} (a saturated gateway accepts one new connection a turn of its event loop: [the tail at c=1024](#the-tail-at-c1024)).`;
+}
+
 function renderTable(report: Report): string {
   const lines = [
     `Measured ${report.date.slice(0, 10)} on ${report.machine.cores} cores (${report.machine.cpu}), Node ${report.machine.node}; ` +
@@ -595,6 +613,8 @@ function renderTable(report: Report): string {
     `The relay doing only the storage work every request requires per request (key lookup, reservation, settlement with a usage record, through the gateway's Store) reaches ${report.floors.storeRelayVsBaselineAt64.toFixed(2)}× the bare relay at c=64; the gateway REST path reaches ${report.floors.restVsStoreRelayAt64.toFixed(2)}× of that.`,
     '',
     `"gateway MCP decide" is the same decision as a \`decide\` tool call in one MCP session of the REST gateway: ${report.floors.mcpVsRestAt64.toFixed(2)}× REST's throughput at c=64, ${report.floors.mcpCpuUsAt64.toFixed(0)} CPU µs per request against REST's ${report.floors.restCpuUsAt64.toFixed(0)} (the JSON-RPC envelope and its checks, the decision measured as JSON for its reservation, the answer written out twice, as text and as structured content: see the MCP door below).`,
+    '',
+    slowResponsesLine(report),
     '',
     `"gateway PG+Redis" is the REST gateway (systemone upstream, as "gateway REST") on PostgreSQL with Redis rate limits. "${SPREAD_KEYS} keys" rows spread the same load over ${SPREAD_KEYS} keys, one after another. "×2" splits the same load over two such instances on one database and one Redis: ${report.floors.twoInstancesVsOneAt64.toFixed(2)}× one instance (CPU µs/req sums both processes; on this 2-core machine the instances, PostgreSQL, Redis, the relay and the load generator share the cores).`,
   ];
