@@ -26,6 +26,7 @@ describe('released migrations', () => {
       [8, '779d373aa659b13b'],
       [9, 'ebdfa940b2b17233'],
       [10, 'a15e363c805b6b58'],
+      [11, '0843e2e2f2ff4871'],
     ]);
   });
 

@@ -256,6 +256,9 @@ $fn$;`,
   // number of instances never deadlock (a project's budgets are shared by its keys).
   // Generic plans for everything it runs, the steps and triggers included: left to choose,
   // PostgreSQL planned the budget statements anew at every call, for plans no better.
+  // Rollups: a batch of several steps sums its usage records once per rollup row at its end, and
+  // only if it wrote any (reserves write none); a batch of one step (alone, c=1) leaves its one
+  // record's rows to the record's trigger, two upserts rather than a pending row and three statements.
   dg_apply: `CREATE OR REPLACE FUNCTION dg_apply(p_steps jsonb)
       RETURNS TABLE (step integer, granted boolean, reservation bigint, available bigint, debit bigint, refused text, events jsonb)
       LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
@@ -263,8 +266,12 @@ $fn$;`,
         v_step jsonb;
         v_i integer;
         v_r record;
+        v_recorded boolean := false;
+        v_batched boolean := jsonb_array_length(p_steps) > 1;
       BEGIN
-        PERFORM set_config('dg.batch', 'on', true);
+        IF v_batched THEN
+          PERFORM set_config('dg.batch', 'on', true);
+        END IF;
         PERFORM 1 FROM api_keys k
         WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s)
         ORDER BY k.id FOR UPDATE;
@@ -287,6 +294,7 @@ $fn$;`,
                 (v_step->>'elapsed')::integer, (v_step->>'at')::bigint, v_step->>'route', v_step->>'upstream',
                 (v_step->>'cached')::boolean, v_step->>'token', v_step->>'subject', v_step->'starts');
             PERFORM dg_keep_decision(v_step);
+            v_recorded := true;
             RETURN QUERY SELECT v_i, true, NULL::bigint, NULL::bigint, v_r.debit, NULL::text, v_r.events;
           ELSIF v_step->>'op' = 'release' THEN
             PERFORM dg_step_release((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key',
@@ -295,12 +303,17 @@ $fn$;`,
               v_step->>'route', v_step->>'upstream', (v_step->>'cached')::boolean, v_step->>'token', v_step->>'subject',
               v_step->'starts');
             PERFORM dg_keep_decision(v_step);
+            v_recorded := true;
             RETURN QUERY SELECT v_i, true, NULL::bigint, NULL::bigint, 0::bigint, NULL::text, NULL::jsonb;
           ELSE
             RAISE EXCEPTION 'dg_apply: unknown step %', v_step->>'op';
           END IF;
         END LOOP;
-        PERFORM dg_flush_rollups();
+        IF v_recorded AND v_batched THEN
+          PERFORM dg_flush_rollups();
+        ELSIF v_batched THEN
+          PERFORM set_config('dg.batch', 'off', true);
+        END IF;
       END
       $fn$;`,
 } as const;
