@@ -400,7 +400,7 @@ ${settleOfMigration7()}
 
 ${FUNCTIONS.dg_step_release}
 
-${applyOfMigration7()}
+${releasedApplyWithEvents(7)}
     `,
   },
   {
@@ -426,7 +426,7 @@ ${FUNCTIONS.dg_step_settle}
     name: 'a batch of steps plans its statements once',
     // docs/scaling-out.md: PostgreSQL planned some of the steps' statements anew at every call.
     sql: `
-${applyOfMigration10()}
+${releasedApplyWithEvents(10)}
     `,
   },
   {
@@ -532,62 +532,14 @@ END
 $fn$;`;
 }
 
-/** `dg_apply` as migration 7 released it, word for word (migrations.test.ts pins it). */
-function applyOfMigration7(): string {
-  return `CREATE FUNCTION dg_apply(p_steps jsonb)
+/**
+ * `dg_apply` as migrations 7 and 10 released it, word for word (migrations.test.ts pins each): migration
+ * 10 only made its plans generic.
+ */
+function releasedApplyWithEvents(migration: 7 | 10): string {
+  return `${migration === 7 ? 'CREATE' : 'CREATE OR REPLACE'} FUNCTION dg_apply(p_steps jsonb)
       RETURNS TABLE (step integer, granted boolean, reservation bigint, available bigint, debit bigint, refused text, events jsonb)
-      LANGUAGE plpgsql VOLATILE AS $fn$
-      DECLARE
-        v_step jsonb;
-        v_i integer;
-        v_r record;
-      BEGIN
-        PERFORM set_config('dg.batch', 'on', true);
-        PERFORM 1 FROM api_keys k
-        WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s)
-        ORDER BY k.id FOR UPDATE;
-        PERFORM 1 FROM projects p
-        WHERE p.id IN (SELECT k.project_id FROM api_keys k
-                       WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s))
-        ORDER BY p.id FOR UPDATE;
-        FOR v_step, v_i IN SELECT s.value, (s.ordinality - 1)::integer FROM jsonb_array_elements(p_steps) WITH ORDINALITY s
-        LOOP
-          IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint > (v_step->>'deadline')::bigint THEN
-            RETURN QUERY SELECT v_i, false, NULL::bigint, NULL::bigint, NULL::bigint, 'late'::text, NULL::jsonb;
-          ELSIF v_step->>'op' = 'reserve' THEN
-            SELECT * INTO v_r FROM dg_step_reserve(v_step->>'key', v_step->>'request', (v_step->>'amount')::bigint,
-              (v_step->>'at')::bigint, (v_step->>'staleBefore')::bigint, v_step->>'token', v_step->'starts');
-            RETURN QUERY SELECT v_i, v_r.granted, v_r.reservation, v_r.available, NULL::bigint, v_r.refused, v_r.exceeded;
-          ELSIF v_step->>'op' = 'settle' THEN
-            SELECT * INTO v_r FROM dg_step_settle((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key',
-                (v_step->>'cost')::bigint, (v_step->>'staleBefore')::bigint, (v_step->>'input')::integer,
-                (v_step->>'output')::integer, (v_step->>'questions')::integer, (v_step->>'status')::integer,
-                (v_step->>'elapsed')::integer, (v_step->>'at')::bigint, v_step->>'route', v_step->>'upstream',
-                (v_step->>'cached')::boolean, v_step->>'token', v_step->>'subject', v_step->'starts');
-            PERFORM dg_keep_decision(v_step);
-            RETURN QUERY SELECT v_i, true, NULL::bigint, NULL::bigint, v_r.debit, NULL::text, v_r.events;
-          ELSIF v_step->>'op' = 'release' THEN
-            PERFORM dg_step_release((v_step->>'reservation')::bigint, v_step->>'request', v_step->>'key',
-              (v_step->>'input')::integer, (v_step->>'output')::integer, (v_step->>'questions')::integer,
-              (v_step->>'status')::integer, (v_step->>'elapsed')::integer, (v_step->>'at')::bigint,
-              v_step->>'route', v_step->>'upstream', (v_step->>'cached')::boolean, v_step->>'token', v_step->>'subject',
-              v_step->'starts');
-            PERFORM dg_keep_decision(v_step);
-            RETURN QUERY SELECT v_i, true, NULL::bigint, NULL::bigint, 0::bigint, NULL::text, NULL::jsonb;
-          ELSE
-            RAISE EXCEPTION 'dg_apply: unknown step %', v_step->>'op';
-          END IF;
-        END LOOP;
-        PERFORM dg_flush_rollups();
-      END
-      $fn$;`;
-}
-
-/** `dg_apply` as migration 10 released it, word for word (migrations.test.ts pins it). */
-function applyOfMigration10(): string {
-  return `CREATE OR REPLACE FUNCTION dg_apply(p_steps jsonb)
-      RETURNS TABLE (step integer, granted boolean, reservation bigint, available bigint, debit bigint, refused text, events jsonb)
-      LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
+      LANGUAGE plpgsql VOLATILE${migration === 7 ? '' : ' SET plan_cache_mode = force_generic_plan'} AS $fn$
       DECLARE
         v_step jsonb;
         v_i integer;
