@@ -33,5 +33,10 @@ declare module 'fastify' {
     /** performance.now() when the request arrived (docs/http-api.md#the-success-envelope-http-200: elapsedMs counts from here). */
     startedAt: number;
     outcome: DoorOutcome | undefined;
+    /**
+     * Its log line and metrics are done (by onResponse, or when it was abandoned): a flag on the
+     * request rather than a WeakSet of requests, which every garbage collection would have to walk.
+     */
+    accounted: boolean;
   }
 }

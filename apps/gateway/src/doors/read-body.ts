@@ -5,11 +5,19 @@ import type { EvaluationCall, MultipartForm } from '../core/evaluation/index.ts'
 import { originOf } from './cors.ts';
 import { readMultipart } from './multipart.ts';
 
-/** The Content-Type each request sent, hidden from Fastify by doors that judge it after auth. */
-const sentContentTypes = new WeakMap<FastifyRequest, string | undefined>();
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The Content-Type the request sent, hidden from Fastify by doors that judge it after auth
+     * (`readRawBodies`). Kept on the request, not in a WeakMap keyed by it, which every garbage
+     * collection would have to walk.
+     */
+    sentContentType: string | undefined;
+  }
+}
 
 export function sentContentType(request: FastifyRequest): string | undefined {
-  return sentContentTypes.get(request);
+  return request.sentContentType;
 }
 
 /**
@@ -27,9 +35,10 @@ export function readRawBodies(
   options: { multipartBytes?: number } = {},
 ) {
   const { multipartBytes } = options;
+  app.decorateRequest('sentContentType', undefined);
   app.addHook('onRequest', (request, _reply, done) => {
     const sent = request.headers['content-type'];
-    sentContentTypes.set(request, sent);
+    request.sentContentType = sent;
     // Assigned, not deleted: `delete` would turn the headers object into a slow dictionary. A
     // multipart body keeps a plain media type Fastify parses, so its own reader below is chosen.
     request.headers['content-type'] =

@@ -127,8 +127,7 @@ export function buildServer(services: GatewayServices): Gateway {
 
   app.decorateRequest('startedAt', 0);
   app.decorateRequest('outcome', undefined);
-  /** Requests whose log line and metrics are done (by onResponse, or when aborted). */
-  const finished = new WeakSet<object>();
+  app.decorateRequest('accounted', false);
 
   // The hooks take `done` rather than being async: they never wait, and every request runs them.
   app.addHook('onRequest', (request, reply, done) => {
@@ -173,8 +172,8 @@ export function buildServer(services: GatewayServices): Gateway {
    * evaluation, if one began, runs on and is recorded as any other.
    */
   function abandoned(request: FastifyRequest) {
-    if (finished.has(request)) return;
-    finished.add(request);
+    if (request.accounted) return;
+    request.accounted = true;
     metrics.inFlight.dec();
     endAbandonedSpan(request);
     if (request.outcome?.belowRouter !== true)
@@ -195,8 +194,8 @@ export function buildServer(services: GatewayServices): Gateway {
 
   // One line per request, with what the evaluation said about itself; never a key or token.
   app.addHook('onResponse', (request, reply, done) => {
-    if (finished.has(request)) return done();
-    finished.add(request);
+    if (request.accounted) return done();
+    request.accounted = true;
     const evaluations = request.outcome?.evaluations ?? [];
     const code = request.outcome?.code;
     // The route pattern; a 405 by the path it matched; a tRPC call by its procedure.
