@@ -156,6 +156,58 @@ export function budgetContract(name: string, open: () => Promise<StoreFixture>) 
         }
       }));
 
+    it('keys of one project, one request at a time on each of four instances: never two holds where one fits', () =>
+      withStore(async ({ store, openAnother }) => {
+        const others = [await openAnother(), await openAnother(), await openAnother()];
+        try {
+          const now = Date.now();
+          await store.createProject({ id: 'prj_lanes', name: 'lanes', createdAt: now });
+          await store.setBudgets(
+            { kind: 'project', id: 'prj_lanes' },
+            [{ window: 'hour', limitMicro: MICRO, mode: 'hard' }],
+            now,
+          );
+          const keys = [store, ...others].map(() => newKey({ creditsMicro: null }));
+          for (const key of keys) {
+            await store.createKey(key);
+            await store.setKeyProject(key.id, 'prj_lanes');
+          }
+          // 0.07 of the 1 credit is left: room for one hold of 0.07 at a time.
+          expect((await request(store, keys[0]?.id as string, 'fill', 930_000, now)).debit).toBe(930_000);
+          // Each instance sends its key's requests one after another, so each of its batches holds
+          // one step: the instances race one another on the project alone. A granted hold is
+          // counted until its release begins, and held a moment so that a second would overlap it.
+          let live = 0;
+          let most = 0;
+          let granted = 0;
+          const lanes = [store, ...others].map(async (instance, lane) => {
+            const keyId = (keys[lane] as { id: string }).id;
+            for (let i = 0; i < 25; i++) {
+              const requestId = `lane_${lane}_${i}`;
+              const held = await instance.reserve(keyId, requestId, 70_000, now, now - 60_000);
+              if (!held.ok) {
+                await instance.release(null, { ...usageEntry(keyId, requestId, 0, now), status: 402 });
+                continue;
+              }
+              granted++;
+              most = Math.max(most, ++live);
+              await new Promise((resolve) => setTimeout(resolve, 1));
+              live--;
+              await instance.release(held.reservationId, {
+                ...usageEntry(keyId, requestId, 0, now),
+                status: 500,
+              });
+            }
+          });
+          await Promise.all(lanes);
+          expect(granted).toBeGreaterThan(0);
+          expect(most).toBe(1);
+          expect(await spent(store, { kind: 'project', id: 'prj_lanes' }, now)).toEqual([['hour', 930_000]]);
+        } finally {
+          for (const other of others) await other.close();
+        }
+      }));
+
     it('spend starts from 0 at each window’s boundary, by arithmetic: a minute, a leap day’s month, the year’s end', () =>
       withStore(async ({ store }) => {
         const key = newKey({ creditsMicro: null });

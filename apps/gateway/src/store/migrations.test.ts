@@ -27,6 +27,7 @@ describe('released migrations', () => {
       [9, 'ebdfa940b2b17233'],
       [10, 'a15e363c805b6b58'],
       [11, '0843e2e2f2ff4871'],
+      [12, '964a46c17541ec75'],
     ]);
   });
 

@@ -253,7 +253,9 @@ $fn$;`,
   // Many reserve, settle and release steps in one statement; a step that reaches the database
   // after its deadline does nothing and says 'late'. Settles and releases keep their decisions.
   // Locks: the keys of the batch, then their projects, each in id order, so batches from any
-  // number of instances never deadlock (a project's budgets are shared by its keys).
+  // number of instances never deadlock (a project's budgets are shared by its keys). A batch of
+  // one step locks its key and then its project by their ids, the same order in two lookups,
+  // rather than through the set-based statements (a third of its own time at c=1).
   // Generic plans for everything it runs, the steps and triggers included: left to choose,
   // PostgreSQL planned the budget statements anew at every call, for plans no better.
   // Rollups: a batch of several steps sums its usage records once per rollup row at its end, and
@@ -268,17 +270,23 @@ $fn$;`,
         v_r record;
         v_recorded boolean := false;
         v_batched boolean := jsonb_array_length(p_steps) > 1;
+        v_project text;
       BEGIN
         IF v_batched THEN
           PERFORM set_config('dg.batch', 'on', true);
+          PERFORM 1 FROM api_keys k
+          WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s)
+          ORDER BY k.id FOR UPDATE;
+          PERFORM 1 FROM projects p
+          WHERE p.id IN (SELECT k.project_id FROM api_keys k
+                         WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s))
+          ORDER BY p.id FOR UPDATE;
+        ELSE
+          SELECT k.project_id INTO v_project FROM api_keys k WHERE k.id = p_steps->0->>'key' FOR UPDATE;
+          IF v_project IS NOT NULL THEN
+            PERFORM 1 FROM projects p WHERE p.id = v_project FOR UPDATE;
+          END IF;
         END IF;
-        PERFORM 1 FROM api_keys k
-        WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s)
-        ORDER BY k.id FOR UPDATE;
-        PERFORM 1 FROM projects p
-        WHERE p.id IN (SELECT k.project_id FROM api_keys k
-                       WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s))
-        ORDER BY p.id FOR UPDATE;
         FOR v_step, v_i IN SELECT s.value, (s.ordinality - 1)::integer FROM jsonb_array_elements(p_steps) WITH ORDINALITY s
         LOOP
           IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint > (v_step->>'deadline')::bigint THEN
