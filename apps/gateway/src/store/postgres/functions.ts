@@ -13,6 +13,20 @@ const BUDGETS_OF = `(b.holder = p_key OR b.holder = v_project)`;
 /** A budget row's spend in the current window, whose start the step carries (budgets/windows.ts). */
 const SPENT_NOW = `CASE WHEN b.window_start = (p_starts->>b.period)::bigint THEN b.spent_micro ELSE 0 END`;
 
+/**
+ * How a batch of steps locks what it touches: every key of the batch, then every project of those
+ * keys, each in id order, so batches from any number of instances never deadlock. Unchanged since
+ * migration 7; the released `dg_apply` texts of migrations.ts read it too, and their checksums
+ * (migrations.test.ts) pin it.
+ */
+export const LOCK_KEYS_THEN_PROJECTS = `PERFORM 1 FROM api_keys k
+        WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s)
+        ORDER BY k.id FOR UPDATE;
+        PERFORM 1 FROM projects p
+        WHERE p.id IN (SELECT k.project_id FROM api_keys k
+                       WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s))
+        ORDER BY p.id FOR UPDATE;`;
+
 /** Functions not changed since migration 6 are its released texts; the others are defined here. */
 export const FUNCTIONS = {
   // What a capped token can still spend beside its live reservations; NULL when uncapped.
@@ -274,13 +288,7 @@ $fn$;`,
       BEGIN
         IF v_batched THEN
           PERFORM set_config('dg.batch', 'on', true);
-          PERFORM 1 FROM api_keys k
-          WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s)
-          ORDER BY k.id FOR UPDATE;
-          PERFORM 1 FROM projects p
-          WHERE p.id IN (SELECT k.project_id FROM api_keys k
-                         WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s))
-          ORDER BY p.id FOR UPDATE;
+          ${LOCK_KEYS_THEN_PROJECTS}
         ELSE
           SELECT k.project_id INTO v_project FROM api_keys k WHERE k.id = p_steps->0->>'key' FOR UPDATE;
           IF v_project IS NOT NULL THEN

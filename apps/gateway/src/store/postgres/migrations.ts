@@ -2,7 +2,7 @@ import { decisionTables } from '../decision-tables.ts';
 import { learningTables } from '../learning-tables.ts';
 import { rollupSchema } from '../rollups.ts';
 import type { Migration } from '../shared-rules.ts';
-import { FUNCTIONS } from './functions.ts';
+import { FUNCTIONS, LOCK_KEYS_THEN_PROJECTS } from './functions.ts';
 import { RELEASED_FUNCTIONS as RELEASED, releasedDgApply } from './released-functions.ts';
 
 /**
@@ -556,13 +556,7 @@ function releasedApplyWithEvents(migration: 7 | 10 | 11): string {
         v_r record;${recorded ? '\n        v_recorded boolean := false;\n        v_batched boolean := jsonb_array_length(p_steps) > 1;' : ''}
       BEGIN
         ${recorded ? "IF v_batched THEN PERFORM set_config('dg.batch', 'on', true); END IF;" : "PERFORM set_config('dg.batch', 'on', true);"}
-        PERFORM 1 FROM api_keys k
-        WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s)
-        ORDER BY k.id FOR UPDATE;
-        PERFORM 1 FROM projects p
-        WHERE p.id IN (SELECT k.project_id FROM api_keys k
-                       WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s))
-        ORDER BY p.id FOR UPDATE;
+        ${LOCK_KEYS_THEN_PROJECTS}
         FOR v_step, v_i IN SELECT s.value, (s.ordinality - 1)::integer FROM jsonb_array_elements(p_steps) WITH ORDINALITY s
         LOOP
           IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint > (v_step->>'deadline')::bigint THEN
