@@ -16,7 +16,7 @@ import type { CallerActions } from './caller-actions.ts';
 import { cors, originOf } from './cors.ts';
 import { type DoorName, type DoorOptions, door, sendFailure } from './door.ts';
 import { successBody } from './envelope.ts';
-import { rawEvaluationCall, readRawBodies, sentContentType } from './read-body.ts';
+import { rawEvaluationCall, readRawBodies } from './read-body.ts';
 import { serve } from './serve.ts';
 
 export interface EvaluationDoorOptions extends DoorOptions {
@@ -170,7 +170,7 @@ export const nativeDoor = rawBodyDoor({
 function callerBody(request: FastifyRequest): Parsed<unknown> {
   const bytes = request.body as Buffer | undefined;
   if (bytes === undefined || bytes.length === 0) return { ok: true, value: {} };
-  if (!isJsonMediaType(sentContentType(request)))
+  if (!isJsonMediaType(request.sentContentType))
     return { ok: false, error: failure('unsupported_media_type', 'send Content-Type: application/json') };
   return decodeJsonBody(bytes);
 }

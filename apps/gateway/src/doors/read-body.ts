@@ -16,10 +16,6 @@ declare module 'fastify' {
   }
 }
 
-export function sentContentType(request: FastifyRequest): string | undefined {
-  return request.sentContentType;
-}
-
 /**
  * In this plugin scope, every body (whatever its media type, or none) reaches the handler unparsed,
  * as bytes or text, read only up to the door's limit (32768 bytes by default; 413 past it, also
@@ -51,7 +47,7 @@ export function readRawBodies(
   app.addContentTypeParser('*', { parseAs, bodyLimit }, (_request, body, done) => done(null, body));
   if (multipartBytes !== undefined)
     app.addContentTypeParser('multipart/form-data', (request: FastifyRequest, payload: Readable) =>
-      readMultipart(payload, sentContentType(request) as string, multipartBytes),
+      readMultipart(payload, request.sentContentType as string, multipartBytes),
     );
 }
 
@@ -63,7 +59,7 @@ const MULTIPART = /^\s*multipart\/form-data\s*(;|$)/i;
  * may hold without it (docs/images.md#rules).
  */
 export function rawEvaluationCall(request: FastifyRequest, textLimit?: number): EvaluationCall {
-  const contentType = sentContentType(request);
+  const contentType = request.sentContentType;
   const body = request.body as Buffer | MultipartForm | undefined;
   return {
     requestId: request.id,

@@ -28,13 +28,7 @@ import { cors, originOf } from './cors.ts';
 import { type DoorOptions, door } from './door.ts';
 import { type EvaluationReport, reportOf } from './door-outcome.ts';
 import { retryAfterSeconds } from './envelope.ts';
-import {
-  cacheControlHeader,
-  rawEvaluationCall,
-  readRawBodies,
-  routeHeader,
-  sentContentType,
-} from './read-body.ts';
+import { cacheControlHeader, rawEvaluationCall, readRawBodies, routeHeader } from './read-body.ts';
 import { metaHeaders } from './response-meta.ts';
 
 export interface TrpcDoorOptions extends DoorOptions {
@@ -152,7 +146,7 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
             origin: originOf(request),
             body: {
               kind: 'lazy',
-              contentType: sentContentType(request),
+              contentType: request.sentContentType,
               bytes: bytes?.length ?? 0,
               textLimit: LIMITS.maxBodyBytes,
               read: () => readInput(op),

@@ -14,7 +14,7 @@ import type { CallerActions } from '../caller-actions.ts';
 import { originOf } from '../cors.ts';
 import { type DoorOptions, door, sendFailure } from '../door.ts';
 import type { EvaluationReport } from '../door-outcome.ts';
-import { readRawBodies, sentContentType } from '../read-body.ts';
+import { readRawBodies } from '../read-body.ts';
 import { metaHeaders } from '../response-meta.ts';
 import { serve } from '../serve.ts';
 import { type JsonRpcMessages, jsonRpcMessages, type ProtocolRefusal, protocolRefusal } from './json-rpc.ts';
@@ -78,7 +78,7 @@ async function exchange(
 
   let parsedBody: unknown;
   if (request.method === 'POST') {
-    if (!isJsonMediaType(sentContentType(request)))
+    if (!isJsonMediaType(request.sentContentType))
       return sendFailure(
         reply,
         failure('unsupported_media_type', 'send Content-Type: application/json'),
