@@ -1,6 +1,7 @@
+import { createGatewayClient } from '@decision-gateway/client';
 import autocannon from 'autocannon';
 import type { Running } from './processes.ts';
-import { BENCH_OPENAI_REQUEST, BENCH_REQUEST, benchPhoto } from './request.ts';
+import { BENCH_GEMINI_REQUEST, BENCH_OPENAI_REQUEST, BENCH_REQUEST, benchPhoto } from './request.ts';
 
 /** An endpoint under load, and the process serving it (whose CPU time is counted). */
 export interface Target {
@@ -38,6 +39,56 @@ export function openAiTarget(name: string, server: Running, apiKey: string): Tar
     headers: { authorization: `Bearer ${apiKey}` },
     body: JSON.stringify(BENCH_OPENAI_REQUEST),
   };
+}
+
+/** `POST /native/v1/systemone` (the System One SDKs' door) of a gateway with the bench's request. */
+export function nativeTarget(name: string, server: Running, apiKey: string): Target {
+  return { ...restTarget(name, server, apiKey), url: `${server.url}/native/v1/systemone` };
+}
+
+/**
+ * `POST /gemini/v1/decisions` of a gateway with the bench's three questions in Google's shape, the
+ * key in `x-goog-api-key` as Google's SDK sends it. Checked to answer before it is handed out.
+ */
+export async function geminiTarget(name: string, server: Running, apiKey: string): Promise<Target> {
+  return answering({
+    name,
+    server,
+    url: `${server.url}/gemini/v1/decisions`,
+    headers: { 'x-goog-api-key': apiKey, 'content-type': 'application/json' },
+    body: JSON.stringify(BENCH_GEMINI_REQUEST),
+  });
+}
+
+/** tRPC's `evaluate` with the bench's request, replaying exactly what the client package sends. */
+export async function trpcTarget(name: string, server: Running, apiKey: string): Promise<Target> {
+  let sent: { url: string; body: string } | undefined;
+  const client = createGatewayClient({
+    url: server.url,
+    apiKey,
+    fetch: (input, init) => {
+      sent = { url: String(input), body: String(init?.body) };
+      return fetch(input, init);
+    },
+  });
+  const check = await client.evaluate({ state: BENCH_REQUEST.state, questions: BENCH_REQUEST.questions });
+  if (sent === undefined || Object.keys(check.result.answers).length !== 3)
+    throw new Error('the tRPC check call failed');
+  return {
+    name,
+    server,
+    url: sent.url,
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: sent.body,
+  };
+}
+
+/** The target, once one request of it has answered 200: a body the door refuses would bench its errors. */
+async function answering(target: Target): Promise<Target> {
+  const response = await fetch(target.url, { method: 'POST', headers: target.headers, body: target.body });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${target.name}: ${response.status} ${text.slice(0, 300)}`);
+  return target;
 }
 
 /** The bench's photo request, made once: every gateway measured is sent the same bytes. */
@@ -129,7 +180,10 @@ export async function mcpDecideTarget(name: string, server: Running, apiKey: str
  */
 export const QUESTION_DOORS = {
   rest: { label: 'REST', target: restTarget },
+  native: { label: 'the System One door (/native)', target: nativeTarget },
+  trpc: { label: 'tRPC (the client package)', target: trpcTarget },
   openai: { label: 'the OpenAI door', target: openAiTarget },
+  gemini: { label: 'the Gemini door', target: geminiTarget },
   mcp: { label: 'the MCP door (decide)', target: mcpDecideTarget },
 } satisfies Record<
   string,

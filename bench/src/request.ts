@@ -61,6 +61,16 @@ export const BENCH_OPENAI_REQUEST = {
 } as const;
 
 /**
+ * The same request in Google's Decisions shape (the Gemini door): the state as the text input, as a
+ * caller of `ai.decisions.create` sends it, and the same three questions, which Google keys by ID too.
+ */
+export const BENCH_GEMINI_REQUEST = {
+  model: MODEL_ID,
+  input: JSON.stringify(BENCH_REQUEST.state),
+  questions: BENCH_REQUEST.questions,
+} as const;
+
+/**
  * The bench's photo request: a 1 MB JPEG (noise, so it does not compress) of the sizes a phone
  * sends, as a multipart body whose `request` part asks one noul about it (docs/images.md), or as
  * the same request in JSON with the photo's base64 in it (as `/native` takes it).
