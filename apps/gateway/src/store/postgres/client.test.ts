@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../test/services.ts';
@@ -47,8 +47,74 @@ describe('the store’s PostgreSQL client', () => {
         await drop();
       }
     });
+
+    it('fails the query of a connection reset while it fetched array types, and the process lives on', async () => {
+      // A new connection's first statement is postgres.js's own query for the array types. Its
+      // promise was dropped (upstream issues porsager/postgres#1192, #1205): a connection reset
+      // then was an unhandled rejection, which ends a Node process by default. Seen in this
+      // repository's CI when PostgreSQL went away just after a gateway started.
+      const database = await createTestDatabase();
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      const proxy = await resetFirstTypesQuery(database.url);
+      const sql = connectPostgres(proxy.url, { poolSize: 1, timeoutMs: 5_000 });
+      try {
+        await expect(sql`SELECT 1::int AS one`).rejects.toMatchObject({ code: 'ECONNRESET' });
+        expect(proxy.resets()).toBe(1);
+        // A rejection nobody handles is reported once the turn that made it has ended.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(unhandled).toEqual([]);
+        expect(await sql`SELECT 2::int AS two`).toEqual([{ two: 2 }]);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+        await sql.end({ timeout: 1 });
+        await proxy.close();
+        await database.drop();
+      }
+    });
   });
 });
+
+/**
+ * A TCP proxy in front of the database that resets the first connection to send postgres.js's
+ * query for the array types (a TCP RST: the client reads ECONNRESET); the others pass untouched.
+ */
+async function resetFirstTypesQuery(databaseUrl: string) {
+  const target = new URL(databaseUrl);
+  let resets = 0;
+  const open = new Set<Socket>();
+  const proxy = createServer((client) => {
+    const server = connect(Number(target.port || 5432), target.hostname);
+    for (const socket of [client, server]) {
+      open.add(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => open.delete(socket));
+    }
+    server.pipe(client);
+    client.on('data', (chunk: Buffer) => {
+      if (resets === 0 && chunk.includes('pg_catalog.pg_type')) {
+        resets++;
+        client.resetAndDestroy();
+        server.destroy();
+        return;
+      }
+      server.write(chunk);
+    });
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const url = new URL(databaseUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String((proxy.address() as { port: number }).port);
+  return {
+    url: url.toString(),
+    resets: () => resets,
+    close: async () => {
+      for (const socket of open) socket.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
+    },
+  };
+}
 
 /** A one-connection client on a new database whose sockets the test can reach. */
 async function trackedClient() {

@@ -37,6 +37,10 @@ export interface PostgresClientOptions {
  * that deferred write met no socket and threw outside any caller (upstream issues
  * porsager/postgres#1154 and #1208): a database restart or a network cut during a transaction
  * crashed the gateway. Those queries now fail with CONNECTION_CLOSED, a storage failure (503).
+ * Nor does a connection lost while it asks for the array types, its first statement: postgres.js
+ * left that query's promise unheld (porsager/postgres#1192, #1205), so a database going away just
+ * as a connection opened was an unhandled rejection that ended the process (seen in this
+ * repository's CI). The queries waiting on that connection fail as they would at any other moment.
  */
 export function connectPostgres(url: string, options: PostgresClientOptions): Sql {
   return postgres(url, {
