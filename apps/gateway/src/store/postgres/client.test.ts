@@ -48,41 +48,59 @@ describe('the store’s PostgreSQL client', () => {
       }
     });
 
-    it('fails the query of a connection reset while it fetched array types, and the process lives on', async () => {
-      // A new connection's first statement is postgres.js's own query for the array types. Its
-      // promise was dropped (upstream issues porsager/postgres#1192, #1205): a connection reset
-      // then was an unhandled rejection, which ends a Node process by default. Seen in this
-      // repository's CI when PostgreSQL went away just after a gateway started.
-      const database = await createTestDatabase();
-      const unhandled: unknown[] = [];
-      const onUnhandled = (reason: unknown) => unhandled.push(reason);
-      process.on('unhandledRejection', onUnhandled);
-      const proxy = await resetFirstTypesQuery(database.url);
-      const sql = connectPostgres(proxy.url, { poolSize: 1, timeoutMs: 5_000 });
-      try {
-        await expect(sql`SELECT 1::int AS one`).rejects.toMatchObject({ code: 'ECONNRESET' });
-        expect(proxy.resets()).toBe(1);
-        // A rejection nobody handles is reported once the turn that made it has ended.
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        expect(unhandled).toEqual([]);
-        expect(await sql`SELECT 2::int AS two`).toEqual([{ two: 2 }]);
-      } finally {
-        process.off('unhandledRejection', onUnhandled);
-        await sql.end({ timeout: 1 });
-        await proxy.close();
-        await database.drop();
-      }
-    });
+    // A new connection's first statement is postgres.js's own query for the array types. Its
+    // promise was dropped (upstream issues porsager/postgres#1192, #1205): losing the connection
+    // then was an unhandled rejection, which ends a Node process by default. Seen in this
+    // repository's CI when PostgreSQL went away just after a gateway started.
+    it.each([
+      ['reset (a TCP RST)', 'reset', 'ECONNRESET'],
+      ['whose backend was terminated, as a restart does (57P01, then closed)', 'terminate', '57P01'],
+    ] as const)(
+      'fails the query of a connection %s while it asked for the array types, and the process lives on',
+      async (_, loss, code) => {
+        const database = await createTestDatabase();
+        const unhandled: unknown[] = [];
+        const onUnhandled = (reason: unknown) => unhandled.push(reason);
+        process.on('unhandledRejection', onUnhandled);
+        const proxy = await loseFirstTypesQuery(database.url, loss);
+        const sql = connectPostgres(proxy.url, { poolSize: 1, timeoutMs: 5_000 });
+        try {
+          await expect(sql`SELECT 1::int AS one`).rejects.toMatchObject({ code });
+          expect(proxy.losses()).toBe(1);
+          // A rejection nobody handles is reported once the turn that made it has ended.
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          expect(unhandled).toEqual([]);
+          expect(await sql`SELECT 2::int AS two`).toEqual([{ two: 2 }]);
+        } finally {
+          process.off('unhandledRejection', onUnhandled);
+          await sql.end({ timeout: 1 });
+          await proxy.close();
+          await database.drop();
+        }
+      },
+    );
   });
 });
 
+/** PostgreSQL's ErrorResponse (protocol message 'E') for a backend ended by an administrator. */
+function terminatedBackend(): Buffer {
+  const fields = Buffer.from(
+    'SFATAL\0VFATAL\0C57P01\0Mterminating connection due to administrator command\0\0',
+  );
+  const header = Buffer.alloc(5);
+  header.write('E', 0);
+  header.writeInt32BE(4 + fields.length, 1);
+  return Buffer.concat([header, fields]);
+}
+
 /**
- * A TCP proxy in front of the database that resets the first connection to send postgres.js's
- * query for the array types (a TCP RST: the client reads ECONNRESET); the others pass untouched.
+ * A TCP proxy in front of the database that loses the first connection to send postgres.js's query
+ * for the array types: by a TCP reset (the client reads ECONNRESET), or as a terminated backend
+ * (57P01, then the socket ends). The other connections pass untouched.
  */
-async function resetFirstTypesQuery(databaseUrl: string) {
+async function loseFirstTypesQuery(databaseUrl: string, loss: 'reset' | 'terminate') {
   const target = new URL(databaseUrl);
-  let resets = 0;
+  let losses = 0;
   const open = new Set<Socket>();
   const proxy = createServer((client) => {
     const server = connect(Number(target.port || 5432), target.hostname);
@@ -93,10 +111,12 @@ async function resetFirstTypesQuery(databaseUrl: string) {
     }
     server.pipe(client);
     client.on('data', (chunk: Buffer) => {
-      if (resets === 0 && chunk.includes('pg_catalog.pg_type')) {
-        resets++;
-        client.resetAndDestroy();
+      if (losses === 0 && chunk.includes('pg_catalog.pg_type')) {
+        losses++;
+        server.unpipe(client);
         server.destroy();
+        if (loss === 'reset') client.resetAndDestroy();
+        else client.end(terminatedBackend());
         return;
       }
       server.write(chunk);
@@ -108,7 +128,7 @@ async function resetFirstTypesQuery(databaseUrl: string) {
   url.port = String((proxy.address() as { port: number }).port);
   return {
     url: url.toString(),
-    resets: () => resets,
+    losses: () => losses,
     close: async () => {
       for (const socket of open) socket.destroy();
       await new Promise((resolve) => proxy.close(resolve));
