@@ -110,8 +110,12 @@ async function loseFirstTypesQuery(databaseUrl: string, loss: 'reset' | 'termina
       socket.on('close', () => open.delete(socket));
     }
     server.pipe(client);
+    // The end of the last chunk too, should the query's text arrive split in two.
+    let tail = Buffer.alloc(0);
     client.on('data', (chunk: Buffer) => {
-      if (losses === 0 && chunk.includes('pg_catalog.pg_type')) {
+      const seen = Buffer.concat([tail, chunk]);
+      tail = seen.subarray(-32);
+      if (losses === 0 && seen.includes('pg_catalog.pg_type')) {
         losses++;
         server.unpipe(client);
         server.destroy();
