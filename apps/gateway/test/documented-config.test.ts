@@ -1,8 +1,7 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config/environment.ts';
+import { loadConfigText } from './support/config-text.ts';
 
 // The configuration snippets the README and docs/ show are real configurations: each loads.
 
@@ -38,9 +37,7 @@ describe('documented configurations', () => {
         const text = block.includes('routes:')
           ? block
           : `${block}routes:\n  default: { upstreams: [${/^ {2}([a-z0-9_-]+):/m.exec(block)?.[1]}] }\n`;
-        const path = join(mkdtempSync(join(tmpdir(), 'dg-doc-')), 'gateway.yaml');
-        writeFileSync(path, text);
-        const loaded = loadConfig({ ...ENV, GATEWAY_CONFIG: path });
+        const loaded = loadConfigText(text, ENV);
         expect(loaded.ok ? [] : loaded.problems).toEqual([]);
       }
     },
@@ -48,9 +45,7 @@ describe('documented configurations', () => {
 
   it('the README shows every kind of upstream', () => {
     const [block] = yamlBlocks('README.md');
-    const path = join(mkdtempSync(join(tmpdir(), 'dg-doc-')), 'gateway.yaml');
-    writeFileSync(path, block as string);
-    const loaded = loadConfig({ ...ENV, GATEWAY_CONFIG: path });
+    const loaded = loadConfigText(block as string, ENV);
     if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
     expect(loaded.config.gateway.upstreams.portkey).toMatchObject({
       kind: 'systemone',

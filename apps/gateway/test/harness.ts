@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -7,7 +7,6 @@ import { createLexicalUpstream, type Upstream, type UpstreamOutcome } from '@dec
 import type { Logger } from 'pino';
 import { composeGateway } from '../src/app.ts';
 import type { CacheScope, DecisionCache } from '../src/cache/decision-cache.ts';
-import { loadConfig } from '../src/config/environment.ts';
 import { pricingFromCredits } from '../src/core/credits.ts';
 import type { SessionLimits } from '../src/doors/mcp/sessions.ts';
 import type { Gateway } from '../src/http/server.ts';
@@ -19,6 +18,7 @@ import type { Route } from '../src/routing/route.ts';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../src/store/store.ts';
 import { createUpstreamRegistry } from '../src/upstreams/registry.ts';
+import { loadConfigText } from './support/config-text.ts';
 import { singleRoute } from './support/single-route.ts';
 
 export const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';
@@ -240,9 +240,7 @@ export function configuredRoutes(
   text: string,
   env: Record<string, string> = {},
 ): (logger: Logger, metrics: GatewayMetrics) => ReadonlyMap<string, Route> {
-  const path = join(mkdtempSync(join(tmpdir(), 'dg-config-')), 'gateway.yaml');
-  writeFileSync(path, text);
-  const loaded = loadConfig({ ...env, GATEWAY_CONFIG: path });
+  const loaded = loadConfigText(text, env);
   if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
   const { gateway } = loaded.config;
   return (logger, metrics) =>

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { MODEL_ID } from '@decision-gateway/contract';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { bearer, configuredRoutes, post, startGateway, type TestGateway } from './harness.ts';
 import { jev114Answer, json, type StandIn, startStandIn } from './stand-in-upstream.ts';
 import { inlineAsset, makeImage } from './support/images.ts';
@@ -109,10 +109,11 @@ describe('images through the REST door (JSON and multipart), to a System One ups
   it('curl -F request=@decision.json -F photo=@photo.webp works as the docs say', async () => {
     const { execFile } = await import('node:child_process');
     const { promisify } = await import('node:util');
-    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');
     const { tmpdir } = await import('node:os');
     const dir = mkdtempSync(join(tmpdir(), 'dg-curl-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(
       join(dir, 'decision.json'),
       JSON.stringify(parcelRequest({ 'photo-7f3a': { type: 'image', part: 'photo' } })),
@@ -143,7 +144,7 @@ describe('images through the REST door (JSON and multipart), to a System One ups
   it("the README's photo example runs as written: its decision.json, then curl -F", async () => {
     const { execFile } = await import('node:child_process');
     const { promisify } = await import('node:util');
-    const { mkdtempSync, readFileSync, writeFileSync } = await import('node:fs');
+    const { mkdtempSync, readFileSync, rmSync, writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');
     const { tmpdir } = await import('node:os');
     const readme = readFileSync(join(import.meta.dirname, '../../../README.md'), 'utf8');
@@ -151,6 +152,7 @@ describe('images through the REST door (JSON and multipart), to a System One ups
     const block = /```sh\n([\s\S]*?)\n```/.exec(section)?.[1];
     expect(block).toContain('-F request=@decision.json -F photo=@parcel.jpg');
     const dir = mkdtempSync(join(tmpdir(), 'dg-readme-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(join(dir, 'parcel.jpg'), jpeg);
     const key = await gw.createKey();
     const { stdout } = await promisify(execFile)(

@@ -1,5 +1,3 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AppRouter } from '@decision-gateway/api';
 import { MODEL_ID } from '@decision-gateway/contract';
@@ -11,14 +9,9 @@ import { buildRoutes } from '../src/routing/build-routes.ts';
 import { createUpstreamRegistry } from '../src/upstreams/registry.ts';
 import { bearer, post, sampleRequest, startGateway, type TestGateway } from './harness.ts';
 import { json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
+import { loadConfigText } from './support/config-text.ts';
 
 const EXAMPLE = join(import.meta.dirname, '../../../examples/gateway.yaml');
-
-function file(text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'dg-routes-')), 'gateway.yaml');
-  writeFileSync(path, text);
-  return path;
-}
 
 describe('GATEWAY_CONFIG', () => {
   it('loads the shipped example, reading TYPESAFE_API_KEY from the environment', () => {
@@ -42,24 +35,26 @@ describe('GATEWAY_CONFIG', () => {
     expect(routes.cheap?.upstreams).toEqual(['baseline']);
   });
 
-  it.each<[string, string, Record<string, string>, string[]]>([
+  it.each<[string, { path: string } | { text: string }, Record<string, string>, string[]]>([
     [
       'an unset environment variable',
-      EXAMPLE,
+      { path: EXAMPLE },
       {},
       ['upstreams.hosted.apiKey: the environment variable TYPESAFE_API_KEY is not set'],
     ],
     [
       'an undefined upstream',
-      file('upstreams: { local: { kind: lexical } }\nroutes: { default: { upstreams: [local, hosted] } }'),
+      {
+        text: 'upstreams: { local: { kind: lexical } }\nroutes: { default: { upstreams: [local, hosted] } }',
+      },
       {},
       ['routes.default.upstreams[1]: no upstream named "hosted"'],
     ],
     [
       'a bad weight',
-      file(
-        'upstreams: { a: { kind: lexical }, b: { kind: lexical } }\nroutes: { default: { upstreams: [a, b], weights: { a: -1, c: 2 } } }',
-      ),
+      {
+        text: 'upstreams: { a: { kind: lexical }, b: { kind: lexical } }\nroutes: { default: { upstreams: [a, b], weights: { a: -1, c: 2 } } }',
+      },
       {},
       [
         'routes.default.weights.a: a weight is a number ≥ 0',
@@ -68,27 +63,27 @@ describe('GATEWAY_CONFIG', () => {
     ],
     [
       'a weight for an upstream not in the route',
-      file(
-        'upstreams: { a: { kind: lexical }, b: { kind: lexical } }\nroutes: { default: { upstreams: [a], weights: { b: 2 } } }',
-      ),
+      {
+        text: 'upstreams: { a: { kind: lexical }, b: { kind: lexical } }\nroutes: { default: { upstreams: [a], weights: { b: 2 } } }',
+      },
       {},
       ['routes.default.weights.b: "b" is not one of this route\'s upstreams'],
     ],
     [
       'a deadlineMs below 1',
-      file('upstreams: { a: { kind: lexical } }\nroutes: { default: { upstreams: [a], deadlineMs: 0 } }'),
+      { text: 'upstreams: { a: { kind: lexical } }\nroutes: { default: { upstreams: [a], deadlineMs: 0 } }' },
       {},
       ['routes.default.deadlineMs: must be at least 1'],
     ],
     [
       'no default route',
-      file('{"upstreams": {"a": {"kind": "lexical"}}, "routes": {"main": {"upstreams": ["a"]}}}'),
+      { text: '{"upstreams": {"a": {"kind": "lexical"}}, "routes": {"main": {"upstreams": ["a"]}}}' },
       {},
       ['routes: one route must be named "default"'],
     ],
     [
       'together with UPSTREAM',
-      EXAMPLE,
+      { path: EXAMPLE },
       { UPSTREAM: 'lexical', CACHE_TTL_SECONDS: '60' },
       [
         "GATEWAY_CONFIG: not allowed together with UPSTREAM, CACHE_TTL_SECONDS; define upstreams (and each route's cache) in the file",
@@ -96,12 +91,15 @@ describe('GATEWAY_CONFIG', () => {
     ],
     [
       'a missing file',
-      '/nowhere/gateway.yaml',
+      { path: '/nowhere/gateway.yaml' },
       {},
       ['GATEWAY_CONFIG: cannot read /nowhere/gateway.yaml (ENOENT)'],
     ],
-  ])('stops the start for %s, one line per problem with its path', (_, path, env, problems) => {
-    const loaded = loadConfig({ GATEWAY_CONFIG: path, ...env });
+  ])('stops the start for %s, one line per problem with its path', (_, source, env, problems) => {
+    const loaded =
+      'text' in source
+        ? loadConfigText(source.text, env)
+        : loadConfig({ GATEWAY_CONFIG: source.path, ...env });
     expect(loaded).toEqual({ ok: false, problems });
   });
 });
@@ -122,7 +120,8 @@ describe('routes end to end', () => {
     closeStandIns = async () => {
       await Promise.all([local.close(), down.close(), hosted.close()]);
     };
-    const path = file(`
+    const loaded = loadConfigText(
+      `
 upstreams:
   local: { kind: systemone, baseUrl: "\${LOCAL_URL}", maxRetries: 0 }
   down: { kind: systemone, baseUrl: "\${DOWN_URL}", maxRetries: 0 }
@@ -135,13 +134,9 @@ routes:
   fallback: { upstreams: [down, hosted] }
   plain: { upstreams: [local] }
   cheap: { upstreams: [baseline] }
-`);
-    const loaded = loadConfig({
-      GATEWAY_CONFIG: path,
-      LOCAL_URL: local.url,
-      DOWN_URL: down.url,
-      HOSTED_URL: hosted.url,
-    });
+`,
+      { LOCAL_URL: local.url, DOWN_URL: down.url, HOSTED_URL: hosted.url },
+    );
     if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
     gw = await startGateway({
       routes: (logger, metrics) =>

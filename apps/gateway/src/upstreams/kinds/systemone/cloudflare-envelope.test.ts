@@ -1,10 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bearer, configuredRoutes, post, sampleRequest, startGateway } from '../../../../test/harness.ts';
 import { json, nativeAnswer, type SeenRequest, startStandIn } from '../../../../test/stand-in-upstream.ts';
-import { loadConfig } from '../../../config/environment.ts';
+import { loadConfigText } from '../../../../test/support/config-text.ts';
 import { CLOUDFLARE_ERRORS } from './cloudflare-envelope.ts';
 
 // Cloudflare's Clef (docs/upstreams.md#cloudflares-clef): Workers AI serves System One bodies and
@@ -128,25 +125,15 @@ describe('a systemone upstream with envelope: cloudflare (Clef)', () => {
     );
     expect((await send({ ...sampleRequest(), questions })).status).toBe(200);
     expect(standIn.seen).toHaveLength(1); // 8 questions, one call (the plain System One API also takes 8)
-    const refused = loadConfig({
-      GATEWAY_CONFIG: writeConfig(
-        'upstreams:\n  clef: { kind: systemone, baseUrl: "https://api.cloudflare.com", envelope: cloudflare, maxQuestions: 65 }\nroutes:\n  default: { upstreams: [clef] }\n',
-      ),
-    });
+    const refused = loadConfigText(
+      'upstreams:\n  clef: { kind: systemone, baseUrl: "https://api.cloudflare.com", envelope: cloudflare, maxQuestions: 65 }\nroutes:\n  default: { upstreams: [clef] }\n',
+    );
     expect(refused.ok).toBe(false);
     if (!refused.ok) expect(refused.problems.join('\n')).toContain('maxQuestions: must be at most 64');
-    const plain = loadConfig({
-      GATEWAY_CONFIG: writeConfig(
-        'upstreams:\n  s1: { kind: systemone, baseUrl: "https://api.typesafe.ai", maxQuestions: 9 }\nroutes:\n  default: { upstreams: [s1] }\n',
-      ),
-    });
+    const plain = loadConfigText(
+      'upstreams:\n  s1: { kind: systemone, baseUrl: "https://api.typesafe.ai", maxQuestions: 9 }\nroutes:\n  default: { upstreams: [s1] }\n',
+    );
     expect(plain.ok).toBe(false);
     if (!plain.ok) expect(plain.problems.join('\n')).toContain('maxQuestions: must be at most 8');
   });
 });
-
-function writeConfig(text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'dg-clef-')), 'gateway.yaml');
-  writeFileSync(path, text);
-  return path;
-}
