@@ -61,8 +61,9 @@ export const BENCH_OPENAI_REQUEST = {
 } as const;
 
 /**
- * The same request in Google's Decisions shape (the Gemini door): the state as the text input, as a
- * caller of `ai.decisions.create` sends it, and the same three questions, which Google keys by ID too.
+ * The same request in Google's Decisions shape (the Gemini door): the state as the text input and
+ * the same three questions, which Google keys by ID too. `ai.decisions.create` of `@google/genai`
+ * 3.3.0 sends this object as exactly these bytes (checked against a capturing server).
  */
 export const BENCH_GEMINI_REQUEST = {
   model: MODEL_ID,
