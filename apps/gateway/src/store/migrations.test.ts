@@ -28,6 +28,7 @@ describe('released migrations', () => {
       [10, 'a15e363c805b6b58'],
       [11, '0843e2e2f2ff4871'],
       [12, '964a46c17541ec75'],
+      [13, '9ce89b423db394ed'],
     ]);
   });
 

@@ -275,7 +275,28 @@ $fn$;`,
   // Rollups: a batch of several steps sums its usage records once per rollup row at its end, and
   // only if it wrote any (reserves write none); a batch of one step (alone, c=1) leaves its one
   // record's rows to the record's trigger, two upserts rather than a pending row and three statements.
-  dg_apply: `CREATE OR REPLACE FUNCTION dg_apply(p_steps jsonb)
+  // Durability: a batch that wrote no usage record (reserves only) commits without waiting for the
+  // disk (docs/scaling-out.md, "What a reserve's commit waits for").
+  dg_apply: dgApply(13),
+} as const;
+
+/**
+ * `dg_apply` as migration 12 released it (migrations.test.ts pins that text), and as migration 13
+ * changed it: a batch that wrote no usage record sets `synchronous_commit` off for its own
+ * transaction. Holds are all such a batch writes. Should the server lose one that was never
+ * flushed (its crash within a few hundred milliseconds), the request's settle still charges what
+ * the key and its budgets can cover, as for a hold swept as stale, and writes its usage record
+ * with a commit that waits, flushing every reserve before it too.
+ */
+function dgApply(migration: 12 | 13): string {
+  const reservesOnly =
+    migration === 13
+      ? `
+        IF NOT v_recorded THEN
+          PERFORM set_config('synchronous_commit', 'off', true);
+        END IF;`
+      : '';
+  return `CREATE OR REPLACE FUNCTION dg_apply(p_steps jsonb)
       RETURNS TABLE (step integer, granted boolean, reservation bigint, available bigint, debit bigint, refused text, events jsonb)
       LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
       DECLARE
@@ -329,7 +350,10 @@ $fn$;`,
           PERFORM dg_flush_rollups();
         ELSIF v_batched THEN
           PERFORM set_config('dg.batch', 'off', true);
-        END IF;
+        END IF;${reservesOnly}
       END
-      $fn$;`,
-} as const;
+      $fn$;`;
+}
+
+/** `dg_apply` as migration 12 released it, word for word (migrations.test.ts pins it). */
+export const APPLY_OF_MIGRATION_12 = dgApply(12);

@@ -2,7 +2,7 @@ import { decisionTables } from '../decision-tables.ts';
 import { learningTables } from '../learning-tables.ts';
 import { rollupSchema } from '../rollups.ts';
 import type { Migration } from '../shared-rules.ts';
-import { FUNCTIONS, LOCK_KEYS_THEN_PROJECTS } from './functions.ts';
+import { APPLY_OF_MIGRATION_12, FUNCTIONS, LOCK_KEYS_THEN_PROJECTS } from './functions.ts';
 import { RELEASED_FUNCTIONS as RELEASED, releasedDgApply } from './released-functions.ts';
 
 /**
@@ -442,6 +442,15 @@ ${releasedApplyWithEvents(11)}
     version: 12,
     name: 'a batch of one step locks its key and project by their ids',
     // docs/scaling-out.md: at c=1 the set-based lock statements were a third of dg_apply's own time.
+    sql: `
+${APPLY_OF_MIGRATION_12}
+    `,
+  },
+  {
+    version: 13,
+    name: 'a batch of reserves only commits without waiting for the disk',
+    // docs/scaling-out.md: alone (c=1) a request waited for two flushes of the WAL, its reserve's
+    // and its settle's; a hold the settle finds missing is charged as a stale one is.
     sql: `
 ${FUNCTIONS.dg_apply}
     `,

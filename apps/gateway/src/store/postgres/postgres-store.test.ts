@@ -5,6 +5,35 @@ import { FUNCTIONS } from './functions.ts';
 import { POSTGRES_MIGRATIONS } from './migrations.ts';
 import { migratePostgres, openPostgresStore } from './postgres-store.ts';
 
+const keyRow = (id: string, creditsMicro: number) => ({
+  id,
+  name: id,
+  prefix: `dg_${id}`,
+  hash: id.padEnd(64, '0'),
+  creditsMicro,
+  rateLimitPerMinute: null,
+  route: null,
+  createdAt: Date.now(),
+  expiresAt: null,
+});
+
+const usage = (keyId: string, requestId: string, creditsMicro: number, at: number) => ({
+  requestId,
+  keyId,
+  creditsMicro,
+  inputTokens: 10,
+  outputTokens: 2,
+  questions: 1,
+  status: 200,
+  elapsedMs: 5,
+  at,
+  route: null,
+  upstream: 'stand-in',
+  cached: false,
+  tokenId: null,
+  subject: null,
+});
+
 describe('PostgreSQL store', () => {
   it('migrates safely when several instances start at once: each step applied once', async () => {
     const database = await createTestDatabase();
@@ -81,6 +110,97 @@ describe('PostgreSQL store', () => {
       expect(inDatabase).toEqual(current);
     } finally {
       await sql.end();
+      await database.drop();
+    }
+  });
+
+  it('commits a batch of reserves without waiting for the disk, and every batch that writes usage records with it', async () => {
+    const database = await createTestDatabase();
+    const store = await openPostgresStore(database.url, { poolSize: 2 });
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+    try {
+      // Deferred triggers run as each transaction commits: each notes what its commit waits for.
+      await sql.unsafe(`
+        CREATE TABLE commit_waits (tx bigint, wrote text, setting text);
+        CREATE FUNCTION note_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO commit_waits VALUES (txid_current(), TG_ARGV[0], current_setting('synchronous_commit'));
+          RETURN NULL;
+        END $$;
+        CREATE CONSTRAINT TRIGGER hold_committed AFTER INSERT ON reservations
+          DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION note_commit('hold');
+        CREATE CONSTRAINT TRIGGER record_committed AFTER INSERT ON usage_records
+          DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION note_commit('record');`);
+      await store.createKey(keyRow('key_waits', 1_000_000_000));
+      const now = Date.now();
+
+      const held = await store.reserve('key_waits', 'alone', 1_000, now, now - 60_000);
+      if (!held.ok) throw new Error('the reserve was refused');
+      expect(await sql`SELECT wrote, setting FROM commit_waits`).toEqual([{ wrote: 'hold', setting: 'off' }]);
+      await store.settle(held.reservationId, usage('key_waits', 'alone', 700, now), now - 60_000);
+      const failed = await store.reserve('key_waits', 'failed', 1_000, now, now - 60_000);
+      if (!failed.ok) throw new Error('the reserve was refused');
+      await store.release(failed.reservationId, { ...usage('key_waits', 'failed', 0, now), status: 502 });
+      expect(await sql`SELECT wrote, setting FROM commit_waits WHERE wrote = 'record'`).toEqual([
+        { wrote: 'record', setting: 'on' },
+        { wrote: 'record', setting: 'on' },
+      ]);
+
+      // Many at once share batches: a batch with any usage record in it waits for the disk, holds and all.
+      await Promise.all(
+        Array.from({ length: 40 }, async (_, i) => {
+          const hold = await store.reserve('key_waits', `many-${i}`, 1_000, now, now - 60_000);
+          if (!hold.ok) throw new Error('the reserve was refused');
+          await store.settle(hold.reservationId, usage('key_waits', `many-${i}`, 500, now), now - 60_000);
+        }),
+      );
+      const commits = await sql<{ records: number; settings: string[] }[]>`
+        SELECT count(*) FILTER (WHERE wrote = 'record')::int AS records, array_agg(DISTINCT setting) AS settings
+        FROM commit_waits GROUP BY tx`;
+      for (const commit of commits) expect(commit.settings).toEqual([commit.records > 0 ? 'on' : 'off']);
+      expect(commits.reduce((sum, commit) => sum + commit.records, 0)).toBe(42);
+    } finally {
+      await sql.end();
+      await store.close();
+      await database.drop();
+    }
+  });
+
+  it('charges a settle whose hold the server lost (a reserve never flushed) as it charges one swept as stale', async () => {
+    const database = await createTestDatabase();
+    const store = await openPostgresStore(database.url, { poolSize: 2 });
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+    try {
+      await store.createKey(keyRow('key_lost', 5_000));
+      await store.createKey(keyRow('key_short', 5_000));
+      const now = Date.now();
+      const holds = new Map<string, string | null>();
+      for (const key of ['key_lost', 'key_short']) {
+        const held = await store.reserve(key, `${key}-1`, 4_000, now, now - 60_000);
+        if (!held.ok) throw new Error('the reserve was refused');
+        holds.set(key, held.reservationId);
+        // What a crash takes with a commit that did not wait for the disk.
+        await sql`DELETE FROM reservations WHERE request_id = ${`${key}-1`}`;
+      }
+      // Another request holds most of what key_short has left meanwhile.
+      const other = await store.reserve('key_short', 'key_short-2', 4_000, now, now - 60_000);
+      expect(other.ok).toBe(true);
+
+      const settle = (key: string) =>
+        store.settle(holds.get(key) ?? null, usage(key, `${key}-1`, 3_000, now), now - 60_000);
+      expect(await settle('key_lost')).toBe(3_000);
+      // Capped at what the key can still cover beside the other live hold.
+      expect(await settle('key_short')).toBe(1_000);
+      expect((await store.getKey('key_lost'))?.creditsMicro).toBe(2_000);
+      expect((await store.getKey('key_short'))?.creditsMicro).toBe(4_000);
+      const records = await sql`SELECT request_id, credits_micro FROM usage_records ORDER BY request_id`;
+      expect(records.map((r) => [r.request_id, Number(r.credits_micro)])).toEqual([
+        ['key_lost-1', 3_000],
+        ['key_short-1', 1_000],
+      ]);
+    } finally {
+      await sql.end();
+      await store.close();
       await database.drop();
     }
   });
