@@ -8,7 +8,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createBenchKey, sqliteGatewayEnv, updateDocSection } from './bench-support.ts';
+import {
+  benchStoreFrom,
+  createBenchDatabase,
+  createBenchKey,
+  postgresGatewayEnv,
+  sqliteGatewayEnv,
+  updateDocSection,
+} from './bench-support.ts';
 import { loadCount, QUESTION_DOORS, questionDoorFrom } from './load.ts';
 import { type Running, startProcess } from './processes.ts';
 
@@ -19,6 +26,8 @@ const BLOCK_REQUESTS = Math.ceil(REQUESTS / BLOCKS);
 const WARMUP_REQUESTS = 20_000;
 /** BENCH_ALLOC_DOOR=openai|mcp measures through that door; only REST's table is written into the docs. */
 const DOOR = questionDoorFrom('BENCH_ALLOC_DOOR');
+/** BENCH_ALLOC_STORE=postgres: on PostgreSQL with Redis rate limits; only SQLite's table is written into the docs. */
+const STORE = benchStoreFrom('BENCH_ALLOC_STORE');
 const SCENARIOS = [
   { name: 'fast upstream', connections: 64, upstreamMs: 0 },
   { name: '100 ms upstream', connections: 256, upstreamMs: 100 },
@@ -67,6 +76,7 @@ interface Measured {
 
 async function measure(scenario: (typeof SCENARIOS)[number], dir: string): Promise<Measured> {
   const processes: Running[] = [];
+  let database: Awaited<ReturnType<typeof createBenchDatabase>> | undefined;
   try {
     const upstream = await startProcess(
       `stand-in upstream (${scenario.name})`,
@@ -77,11 +87,12 @@ async function measure(scenario: (typeof SCENARIOS)[number], dir: string): Promi
     );
     processes.push(upstream);
     const file = join(dir, `${scenario.upstreamMs}.db`);
-    const apiKey = await createBenchKey(file);
+    database = STORE === 'postgres' ? await createBenchDatabase() : undefined;
+    const apiKey = await createBenchKey(database?.url ?? file);
     const gateway = await startProcess(
       `gateway (${scenario.name})`,
       'apps/gateway/src/main.ts',
-      sqliteGatewayEnv(file, upstream.url),
+      database ? postgresGatewayEnv(database.url, upstream.url) : sqliteGatewayEnv(file, upstream.url),
       ['--trace-gc-nvp'],
     );
     processes.push(gateway);
@@ -124,6 +135,7 @@ async function measure(scenario: (typeof SCENARIOS)[number], dir: string): Promi
     };
   } finally {
     for (const running of processes.reverse()) await running.stop();
+    await database?.drop();
   }
 }
 
@@ -134,7 +146,7 @@ function median(values: number[]): number {
 
 function render(rows: Measured[]): string {
   return [
-    `Measured ${new Date().toISOString().slice(0, 10)}, Node ${process.version}: the gateway through ${QUESTION_DOORS[DOOR].label} under \`--trace-gc-nvp\`, after ${WARMUP_REQUESTS.toLocaleString('en')} requests to warm up, ${BLOCKS} blocks of ${BLOCK_REQUESTS.toLocaleString('en')} a row; the bytes are the median block's.`,
+    `Measured ${new Date().toISOString().slice(0, 10)}, Node ${process.version}: the gateway through ${QUESTION_DOORS[DOOR].label}${STORE === 'postgres' ? ' on PostgreSQL with Redis rate limits' : ''} under \`--trace-gc-nvp\`, after ${WARMUP_REQUESTS.toLocaleString('en')} requests to warm up, ${BLOCKS} blocks of ${BLOCK_REQUESTS.toLocaleString('en')} a row; the bytes are the median block's.`,
     '',
     '| upstream | c | KB allocated a request | KB copied in the young generation | KB promoted | scavenges a 1,000 requests | mark-compacts a 1,000 requests | share of the run paused |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
@@ -153,7 +165,7 @@ async function main() {
     const table = render(rows);
     process.stdout.write(`\n${table}\n`);
     // BENCH_ALLOC_WRITE=0 only prints (for trying a change); otherwise docs/performance.md keeps the table.
-    if (DOOR === 'rest' && process.env.BENCH_ALLOC_WRITE !== '0')
+    if (DOOR === 'rest' && STORE === 'sqlite' && process.env.BENCH_ALLOC_WRITE !== '0')
       updateDocSection('performance.md', 'alloc', table);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -32,6 +32,17 @@ export function sqliteGatewayEnv(file: string, upstreamUrl: string): Record<stri
   };
 }
 
+/** Where a bench's gateway keeps its data: a SQLite file, or PostgreSQL with Redis rate limits. */
+export type BenchStore = 'sqlite' | 'postgres';
+
+/** The store the environment variable `name` asks for (`sqlite` unless set); anything else throws. */
+export function benchStoreFrom(name: string): BenchStore {
+  const store = process.env[name] ?? 'sqlite';
+  if (store !== 'sqlite' && store !== 'postgres')
+    throw new Error(`${name}: sqlite or postgres, not ${store}`);
+  return store;
+}
+
 /**
  * The environment of a REST gateway on PostgreSQL with Redis rate limits (docs/scaling-out.md),
  * asking the stand-in upstream at `upstreamUrl`: a limit high enough never to refuse, so the Redis

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  benchStoreFrom,
   createBenchDatabase,
   postgresGatewayEnv,
   THREE_BUDGETS,
@@ -73,9 +74,7 @@ function checkout(ref: string, dir: string): void {
  * limits, as `pnpm bench`'s PG+Redis rows run it, instead of a SQLite file. PostgreSQL's own
  * processes are not pinned.
  */
-const STORE = process.env.BENCH_COMPARE_STORE ?? 'sqlite';
-if (STORE !== 'sqlite' && STORE !== 'postgres')
-  throw new Error(`BENCH_COMPARE_STORE: sqlite or postgres, not ${STORE}`);
+const STORE = benchStoreFrom('BENCH_COMPARE_STORE');
 
 /** With BENCH_COMPARE_BUDGETS=3, the key holds the bench's three hard budgets (docs/budgets.md). */
 const budgets = process.env.BENCH_COMPARE_BUDGETS ?? '0';

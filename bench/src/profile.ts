@@ -1,5 +1,5 @@
 // pnpm bench:profile: where the gateway's CPU goes, per request, beside the bare relay's total.
-// The gateway (systemone upstream, SQLite, a real key) runs at c=64, sampled by Linux's `perf`
+// The gateway (systemone upstream, SQLite or PostgreSQL + Redis, a real key) runs at c=64, sampled by Linux's `perf`
 // where it can run (CPU time, every thread) or else by `node --cpu-prof`; each sample is charged to
 // the nearest frame on its stack that belongs to a known part of a request.
 import { execFileSync, spawn } from 'node:child_process';
@@ -14,7 +14,15 @@ import {
 } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createBenchKey, sqliteGatewayEnv, updateDocSection } from './bench-support.ts';
+import {
+  type BenchStore,
+  benchStoreFrom,
+  createBenchDatabase,
+  createBenchKey,
+  postgresGatewayEnv,
+  sqliteGatewayEnv,
+  updateDocSection,
+} from './bench-support.ts';
 import { measureLoad, QUESTION_DOORS, questionDoorFrom, restTarget, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
 
@@ -25,6 +33,11 @@ const CONNECTIONS = 64;
  * what the door adds; only REST's profile is written into docs/performance.md.
  */
 const DOOR = questionDoorFrom('BENCH_PROFILE_DOOR');
+/**
+ * BENCH_PROFILE_STORE=postgres profiles the gateway on PostgreSQL with Redis rate limits, as
+ * `pnpm bench`'s PG+Redis rows run it; only the SQLite profile is written into docs/performance.md.
+ */
+const STORE = benchStoreFrom('BENCH_PROFILE_STORE');
 
 /**
  * V8's sampler (`--cpu-prof`) interrupts the serving thread at fixed intervals of wall time, so
@@ -66,7 +79,12 @@ const GC_FRAME =
 
 /** The parts of a request, matched against a frame's script URL; the first that matches wins. */
 const PARTS: { part: string; url: RegExp }[] = [
-  { part: 'SQLite store: key lookup, reserve, settle', url: /apps\/gateway\/src\/store\/|better-sqlite3/ },
+  { part: 'PostgreSQL client: postgres.js', url: /\/postgres@/ },
+  { part: 'Redis client: ioredis', url: /ioredis|redis-parser|denque|cluster-key-slot/ },
+  {
+    part: `${STORE === 'postgres' ? 'PostgreSQL' : 'SQLite'} store: key lookup, reserve, settle`,
+    url: /apps\/gateway\/src\/store\/|better-sqlite3/,
+  },
   { part: 'request validation: JSON, Zod', url: /packages\/contract\/src\/|\/zod@/ },
   { part: 'answer checks', url: /packages\/questions\/src\// },
   { part: 'MCP SDK: JSON-RPC, its schemas', url: /@modelcontextprotocol/ },
@@ -212,6 +230,8 @@ async function loadAtSixtyFour(target: Target, warmUp = true) {
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'dg-profile-'));
   const processes: Running[] = [];
+  /** The PostgreSQL database's drop, once its gateway has stopped. */
+  let dropLast: (() => Promise<void>) | undefined;
   try {
     const upstream = await startProcess('stand-in upstream', 'bench/src/stand-in-upstream.ts');
     processes.push(upstream);
@@ -219,12 +239,16 @@ async function main() {
       UPSTREAM_URL: upstream.url,
     });
     processes.push(relay);
-    const apiKey = await createBenchKey(join(dir, 'gateway.db'));
+    const database = STORE === 'postgres' ? await createBenchDatabase() : undefined;
+    if (database) dropLast = database.drop;
+    const apiKey = await createBenchKey(database?.url ?? join(dir, 'gateway.db'));
     const profileDir = join(dir, 'profile');
     const gateway = await startProcess(
-      'gateway (systemone)',
+      `gateway (systemone, ${STORE})`,
       'apps/gateway/src/main.ts',
-      sqliteGatewayEnv(join(dir, 'gateway.db'), upstream.url),
+      database
+        ? postgresGatewayEnv(database.url, upstream.url)
+        : sqliteGatewayEnv(join(dir, 'gateway.db'), upstream.url),
       SAMPLER === 'perf'
         ? ['--perf-basic-prof-only-functions']
         : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
@@ -269,6 +293,7 @@ async function main() {
       machine: { cores: cpus().length, cpu: cpus()[0]?.model ?? 'unknown', node: process.version },
       sampler: SAMPLER,
       door: QUESTION_DOORS[DOOR].label,
+      store: STORE,
       seconds: SECONDS,
       connections: CONNECTIONS,
       relay: base,
@@ -277,12 +302,13 @@ async function main() {
     };
     const table = renderProfile(report);
     process.stdout.write(`\n${table}\n`);
-    if (DOOR === 'rest') {
+    if (DOOR === 'rest' && STORE === 'sqlite') {
       writeFileSync(join(repoRoot, 'bench/results/profile.json'), `${JSON.stringify(report, null, 2)}\n`);
       updateDocSection('performance.md', 'profile', table);
     }
   } finally {
     for (const running of processes.reverse()) await running.stop();
+    await dropLast?.();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -292,12 +318,13 @@ function renderProfile(report: {
   machine: { cores: number; cpu: string; node: string };
   sampler: Sampler;
   door: string;
+  store: BenchStore;
   relay: { rps: number; cpuUsPerRequest: number };
   gateway: { rps: number; cpuUsPerRequest: number };
   parts: { part: string; share: number; usPerRequest: number }[];
 }): string {
   return [
-    `Profiled ${report.date.slice(0, 10)} on ${report.machine.cores} cores, Node ${report.machine.node}: the gateway through ${report.door} ${report.sampler === 'perf' ? 'sampled by `perf record -e cpu-clock` (CPU time, every thread)' : 'under `node --cpu-prof` (wall time of the serving thread)'} at c=${CONNECTIONS} for ${SECONDS} s ` +
+    `Profiled ${report.date.slice(0, 10)} on ${report.machine.cores} cores, Node ${report.machine.node}: the gateway through ${report.door}${report.store === 'postgres' ? ' on PostgreSQL with Redis rate limits' : ''} ${report.sampler === 'perf' ? 'sampled by `perf record -e cpu-clock` (CPU time, every thread)' : 'under `node --cpu-prof` (wall time of the serving thread)'} at c=${CONNECTIONS} for ${SECONDS} s ` +
       `(${report.gateway.rps.toFixed(0)} req/s, ${report.gateway.cpuUsPerRequest.toFixed(0)} µs of CPU per request with the profiler on), ` +
       `beside the baseline relay (${report.relay.rps.toFixed(0)} req/s, ${report.relay.cpuUsPerRequest.toFixed(0)} µs per request).`,
     '',
