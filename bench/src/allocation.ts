@@ -9,11 +9,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  type BenchData,
+  benchData,
   benchStoreFrom,
-  createBenchDatabase,
   createBenchKey,
-  postgresGatewayEnv,
-  sqliteGatewayEnv,
   updateDocSection,
 } from './bench-support.ts';
 import { loadCount, QUESTION_DOORS, questionDoorFrom } from './load.ts';
@@ -76,7 +75,7 @@ interface Measured {
 
 async function measure(scenario: (typeof SCENARIOS)[number], dir: string): Promise<Measured> {
   const processes: Running[] = [];
-  let database: Awaited<ReturnType<typeof createBenchDatabase>> | undefined;
+  let data: BenchData | undefined;
   try {
     const upstream = await startProcess(
       `stand-in upstream (${scenario.name})`,
@@ -86,13 +85,12 @@ async function measure(scenario: (typeof SCENARIOS)[number], dir: string): Promi
       },
     );
     processes.push(upstream);
-    const file = join(dir, `${scenario.upstreamMs}.db`);
-    database = STORE === 'postgres' ? await createBenchDatabase() : undefined;
-    const apiKey = await createBenchKey(database?.url ?? file);
+    data = await benchData(STORE, join(dir, `${scenario.upstreamMs}.db`));
+    const apiKey = await createBenchKey(data.location);
     const gateway = await startProcess(
       `gateway (${scenario.name})`,
       'apps/gateway/src/main.ts',
-      database ? postgresGatewayEnv(database.url, upstream.url) : sqliteGatewayEnv(file, upstream.url),
+      data.gatewayEnv(upstream.url),
       ['--trace-gc-nvp'],
     );
     processes.push(gateway);
@@ -135,7 +133,7 @@ async function measure(scenario: (typeof SCENARIOS)[number], dir: string): Promi
     };
   } finally {
     for (const running of processes.reverse()) await running.stop();
-    await database?.drop();
+    await data?.drop();
   }
 }
 

@@ -43,6 +43,27 @@ export function benchStoreFrom(name: string): BenchStore {
   return store;
 }
 
+/** Where one bench gateway keeps its data, made for it and dropped once it has stopped. */
+export interface BenchData {
+  /** A SQLite file's path or a PostgreSQL URL, as `createBenchKeys` takes it. */
+  location: string;
+  /** The REST gateway's environment on this data, asking the stand-in upstream at `upstreamUrl`. */
+  gatewayEnv(upstreamUrl: string): Record<string, string>;
+  drop(): Promise<void>;
+}
+
+/** The SQLite file `file`, or with `postgres` a PostgreSQL database of its own (Redis rate limits). */
+export async function benchData(store: BenchStore, file: string): Promise<BenchData> {
+  if (store === 'sqlite')
+    return { location: file, gatewayEnv: (url) => sqliteGatewayEnv(file, url), drop: async () => {} };
+  const database = await createBenchDatabase();
+  return {
+    location: database.url,
+    gatewayEnv: (url) => postgresGatewayEnv(database.url, url),
+    drop: database.drop,
+  };
+}
+
 /**
  * The environment of a REST gateway on PostgreSQL with Redis rate limits (docs/scaling-out.md),
  * asking the stand-in upstream at `upstreamUrl`: a limit high enough never to refuse, so the Redis

@@ -15,12 +15,11 @@ import {
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  type BenchData,
   type BenchStore,
+  benchData,
   benchStoreFrom,
-  createBenchDatabase,
   createBenchKey,
-  postgresGatewayEnv,
-  sqliteGatewayEnv,
   updateDocSection,
 } from './bench-support.ts';
 import { measureLoad, QUESTION_DOORS, questionDoorFrom, restTarget, type Target } from './load.ts';
@@ -230,8 +229,7 @@ async function loadAtSixtyFour(target: Target, warmUp = true) {
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'dg-profile-'));
   const processes: Running[] = [];
-  /** The PostgreSQL database's drop, once its gateway has stopped. */
-  let dropLast: (() => Promise<void>) | undefined;
+  let data: BenchData | undefined;
   try {
     const upstream = await startProcess('stand-in upstream', 'bench/src/stand-in-upstream.ts');
     processes.push(upstream);
@@ -239,16 +237,13 @@ async function main() {
       UPSTREAM_URL: upstream.url,
     });
     processes.push(relay);
-    const database = STORE === 'postgres' ? await createBenchDatabase() : undefined;
-    if (database) dropLast = database.drop;
-    const apiKey = await createBenchKey(database?.url ?? join(dir, 'gateway.db'));
+    data = await benchData(STORE, join(dir, 'gateway.db'));
+    const apiKey = await createBenchKey(data.location);
     const profileDir = join(dir, 'profile');
     const gateway = await startProcess(
       `gateway (systemone, ${STORE})`,
       'apps/gateway/src/main.ts',
-      database
-        ? postgresGatewayEnv(database.url, upstream.url)
-        : sqliteGatewayEnv(join(dir, 'gateway.db'), upstream.url),
+      data.gatewayEnv(upstream.url),
       SAMPLER === 'perf'
         ? ['--perf-basic-prof-only-functions']
         : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
@@ -308,7 +303,7 @@ async function main() {
     }
   } finally {
     for (const running of processes.reverse()) await running.stop();
-    await dropLast?.();
+    await data?.drop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

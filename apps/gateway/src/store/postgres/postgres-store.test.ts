@@ -1,9 +1,24 @@
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../test/services.ts';
+import type { Store } from '../store.ts';
 import { FUNCTIONS } from './functions.ts';
 import { POSTGRES_MIGRATIONS } from './migrations.ts';
 import { migratePostgres, openPostgresStore } from './postgres-store.ts';
+
+/** `run` with a store on a new database and a connection of its own to it; both closed, the database dropped, after. */
+async function onNewStore(run: (store: Store, sql: postgres.Sql) => Promise<void>): Promise<void> {
+  const database = await createTestDatabase();
+  const store = await openPostgresStore(database.url, { poolSize: 2 });
+  const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+  try {
+    await run(store, sql);
+  } finally {
+    await sql.end();
+    await store.close();
+    await database.drop();
+  }
+}
 
 const keyRow = (id: string, creditsMicro: number) => ({
   id,
@@ -55,11 +70,8 @@ describe('PostgreSQL store', () => {
     }
   });
 
-  it('keeps amounts as bigint micro-credits and refuses a negative balance in the database', async () => {
-    const database = await createTestDatabase();
-    const store = await openPostgresStore(database.url, { poolSize: 2 });
-    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
-    try {
+  it('keeps amounts as bigint micro-credits and refuses a negative balance in the database', () =>
+    onNewStore(async (store, sql) => {
       const big = 9_000_000_000_000; // 9 million credits: beyond a 32-bit integer
       await store.createKey({
         id: 'key_big',
@@ -79,12 +91,7 @@ describe('PostgreSQL store', () => {
       await expect(sql`UPDATE api_keys SET credits_micro = -1 WHERE id = 'key_big'`).rejects.toThrow(
         /check/i,
       );
-    } finally {
-      await sql.end();
-      await store.close();
-      await database.drop();
-    }
-  });
+    }));
 
   it('holds, once migrated, exactly the function definitions of functions.ts', async () => {
     const database = await createTestDatabase();
@@ -114,11 +121,8 @@ describe('PostgreSQL store', () => {
     }
   });
 
-  it('commits a batch of reserves without waiting for the disk, and every batch that writes usage records with it', async () => {
-    const database = await createTestDatabase();
-    const store = await openPostgresStore(database.url, { poolSize: 2 });
-    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
-    try {
+  it('commits a batch of reserves without waiting for the disk, and every batch that writes usage records with it', () =>
+    onNewStore(async (store, sql) => {
       // Deferred triggers run as each transaction commits: each notes what its commit waits for.
       await sql.unsafe(`
         CREATE TABLE commit_waits (tx bigint, wrote text, setting text);
@@ -159,18 +163,10 @@ describe('PostgreSQL store', () => {
         FROM commit_waits GROUP BY tx`;
       for (const commit of commits) expect(commit.settings).toEqual([commit.records > 0 ? 'on' : 'off']);
       expect(commits.reduce((sum, commit) => sum + commit.records, 0)).toBe(42);
-    } finally {
-      await sql.end();
-      await store.close();
-      await database.drop();
-    }
-  });
+    }));
 
-  it('charges a settle whose hold the server lost (a reserve never flushed) as it charges one swept as stale', async () => {
-    const database = await createTestDatabase();
-    const store = await openPostgresStore(database.url, { poolSize: 2 });
-    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
-    try {
+  it('charges a settle whose hold the server lost (a reserve never flushed) as it charges one swept as stale', () =>
+    onNewStore(async (store, sql) => {
       await store.createKey(keyRow('key_lost', 5_000));
       await store.createKey(keyRow('key_short', 5_000));
       const now = Date.now();
@@ -198,10 +194,5 @@ describe('PostgreSQL store', () => {
         ['key_lost-1', 3_000],
         ['key_short-1', 1_000],
       ]);
-    } finally {
-      await sql.end();
-      await store.close();
-      await database.drop();
-    }
-  });
+    }));
 });
