@@ -1,6 +1,7 @@
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../test/services.ts';
+import { newKey, usageEntry } from '../store.contract-tests.ts';
 import type { Store } from '../store.ts';
 import { FUNCTIONS } from './functions.ts';
 import { POSTGRES_MIGRATIONS } from './migrations.ts';
@@ -19,35 +20,6 @@ async function onNewStore(run: (store: Store, sql: postgres.Sql) => Promise<void
     await database.drop();
   }
 }
-
-const keyRow = (id: string, creditsMicro: number) => ({
-  id,
-  name: id,
-  prefix: `dg_${id}`,
-  hash: id.padEnd(64, '0'),
-  creditsMicro,
-  rateLimitPerMinute: null,
-  route: null,
-  createdAt: Date.now(),
-  expiresAt: null,
-});
-
-const usage = (keyId: string, requestId: string, creditsMicro: number, at: number) => ({
-  requestId,
-  keyId,
-  creditsMicro,
-  inputTokens: 10,
-  outputTokens: 2,
-  questions: 1,
-  status: 200,
-  elapsedMs: 5,
-  at,
-  route: null,
-  upstream: 'stand-in',
-  cached: false,
-  tokenId: null,
-  subject: null,
-});
 
 describe('PostgreSQL store', () => {
   it('migrates safely when several instances start at once: each step applied once', async () => {
@@ -135,16 +107,19 @@ describe('PostgreSQL store', () => {
           DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION note_commit('hold');
         CREATE CONSTRAINT TRIGGER record_committed AFTER INSERT ON usage_records
           DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION note_commit('record');`);
-      await store.createKey(keyRow('key_waits', 1_000_000_000));
+      await store.createKey(newKey({ id: 'key_waits', creditsMicro: 1_000_000_000 }));
       const now = Date.now();
 
       const held = await store.reserve('key_waits', 'alone', 1_000, now, now - 60_000);
       if (!held.ok) throw new Error('the reserve was refused');
       expect(await sql`SELECT wrote, setting FROM commit_waits`).toEqual([{ wrote: 'hold', setting: 'off' }]);
-      await store.settle(held.reservationId, usage('key_waits', 'alone', 700, now), now - 60_000);
+      await store.settle(held.reservationId, usageEntry('key_waits', 'alone', 700, now), now - 60_000);
       const failed = await store.reserve('key_waits', 'failed', 1_000, now, now - 60_000);
       if (!failed.ok) throw new Error('the reserve was refused');
-      await store.release(failed.reservationId, { ...usage('key_waits', 'failed', 0, now), status: 502 });
+      await store.release(failed.reservationId, {
+        ...usageEntry('key_waits', 'failed', 0, now),
+        status: 502,
+      });
       expect(await sql`SELECT wrote, setting FROM commit_waits WHERE wrote = 'record'`).toEqual([
         { wrote: 'record', setting: 'on' },
         { wrote: 'record', setting: 'on' },
@@ -155,7 +130,11 @@ describe('PostgreSQL store', () => {
         Array.from({ length: 40 }, async (_, i) => {
           const hold = await store.reserve('key_waits', `many-${i}`, 1_000, now, now - 60_000);
           if (!hold.ok) throw new Error('the reserve was refused');
-          await store.settle(hold.reservationId, usage('key_waits', `many-${i}`, 500, now), now - 60_000);
+          await store.settle(
+            hold.reservationId,
+            usageEntry('key_waits', `many-${i}`, 500, now),
+            now - 60_000,
+          );
         }),
       );
       const commits = await sql<{ records: number; settings: string[] }[]>`
@@ -167,8 +146,8 @@ describe('PostgreSQL store', () => {
 
   it('charges a settle whose hold the server lost (a reserve never flushed) as it charges one swept as stale', () =>
     onNewStore(async (store, sql) => {
-      await store.createKey(keyRow('key_lost', 5_000));
-      await store.createKey(keyRow('key_short', 5_000));
+      await store.createKey(newKey({ id: 'key_lost', creditsMicro: 5_000 }));
+      await store.createKey(newKey({ id: 'key_short', creditsMicro: 5_000 }));
       const now = Date.now();
       const holds = new Map<string, string | null>();
       for (const key of ['key_lost', 'key_short']) {
@@ -183,7 +162,7 @@ describe('PostgreSQL store', () => {
       expect(other.ok).toBe(true);
 
       const settle = (key: string) =>
-        store.settle(holds.get(key) ?? null, usage(key, `${key}-1`, 3_000, now), now - 60_000);
+        store.settle(holds.get(key) ?? null, usageEntry(key, `${key}-1`, 3_000, now), now - 60_000);
       expect(await settle('key_lost')).toBe(3_000);
       // Capped at what the key can still cover beside the other live hold.
       expect(await settle('key_short')).toBe(1_000);
