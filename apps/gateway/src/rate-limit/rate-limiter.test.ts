@@ -37,10 +37,13 @@ describe.each([
   it('allows a burst of one minute’s allowance, then refuses with the wait for the next token', async () => {
     const limiter = await open();
     const t0 = 1_000_000;
-    for (let i = 0; i < 60; i++) expect(await limiter.take('k', 60, t0)).toEqual({ ok: true });
+    // Each take says how many whole tokens the bucket still holds.
+    for (let i = 0; i < 60; i++) expect(await limiter.take('k', 60, t0)).toEqual({ ok: true, left: 59 - i });
     expect(await limiter.take('k', 60, t0)).toEqual({ ok: false, retryAfterMs: 1000 });
     expect(await limiter.take('k', 60, t0 + 400)).toEqual({ ok: false, retryAfterMs: 600 });
-    expect(await limiter.take('k', 60, t0 + 1000)).toEqual({ ok: true });
+    expect(await limiter.take('k', 60, t0 + 1000)).toEqual({ ok: true, left: 0 });
+    // Part of a token is not one: 1.5 s later the bucket holds 1.5, and a take leaves 0.5.
+    expect(await limiter.take('k', 60, t0 + 2500)).toEqual({ ok: true, left: 0 });
   });
 
   it('refills continuously and never above the allowance', async () => {
@@ -94,8 +97,9 @@ describe('the Redis limiter', () => {
     });
     closers.push(limiter.close);
     await expect(limiter.connect()).rejects.toThrow();
-    expect(await limiter.take('k', 1, 0)).toEqual({ ok: true });
-    expect(await limiter.take('k', 1, 0)).toEqual({ ok: true });
+    // Nothing is known of the bucket: no token is promised to the next request.
+    expect(await limiter.take('k', 1, 0)).toEqual({ ok: true, left: 0 });
+    expect(await limiter.take('k', 1, 0)).toEqual({ ok: true, left: 0 });
     expect(problems).toHaveLength(2);
     await expect(limiter.checkReachable()).rejects.toThrow();
   });

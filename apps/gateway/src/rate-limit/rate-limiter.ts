@@ -1,5 +1,5 @@
-/** Outcome of taking one token for a key. */
-export type RateDecision = { ok: true } | { ok: false; retryAfterMs: number };
+/** Outcome of taking one token for a key: when taken, the whole tokens the bucket still holds. */
+export type RateDecision = { ok: true; left: number } | { ok: false; retryAfterMs: number };
 
 /**
  * Per-key request limits: in-process (one instance) or in Redis (shared by every instance).
@@ -7,6 +7,11 @@ export type RateDecision = { ok: true } | { ok: false; retryAfterMs: number };
  */
 export interface RateLimiter {
   take(keyId: string, limitPerMinute: number, now: number): Promise<RateDecision>;
+  /**
+   * Asked over the network: while it answers, a request its last answers leave room for is read
+   * and reserved (core/evaluation/rate-limit.ts).
+   */
+  readonly remote?: boolean;
   /** For limiters behind a service: resolves while it answers (readiness); rejects saying why. */
   checkReachable?(): Promise<void>;
 }
@@ -36,7 +41,7 @@ export function createMemoryRateLimiter(): RateLimiter {
       }
       if (bucket.tokens >= 1) {
         bucket.tokens -= 1;
-        return { ok: true };
+        return { ok: true, left: Math.floor(bucket.tokens) };
       }
       return { ok: false, retryAfterMs: Math.ceil((1 - bucket.tokens) / perMs) };
     },

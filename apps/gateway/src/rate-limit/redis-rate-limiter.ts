@@ -33,7 +33,7 @@ end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(at), 'limit', tostring(limit))
 -- A bucket untouched for a minute is full again, the same as no bucket: let Redis forget it.
 redis.call('PEXPIRE', KEYS[1], 61000)
-return {ok, retry_after}
+return {ok, retry_after, math.floor(tokens)}
 `;
 
 export interface RedisRateLimiterOptions {
@@ -53,7 +53,8 @@ export interface SharedRateLimiter extends RateLimiter {
 // The script defined below, typed the way ioredis documents for custom commands.
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    dgTake(key: string, limit: number, now: number): Result<[number, number], Context>;
+    /** [1 when taken, the wait for the next token in ms, the whole tokens left]. */
+    dgTake(key: string, limit: number, now: number): Result<[number, number, number], Context>;
   }
 }
 
@@ -68,13 +69,19 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): Shared
   redis.defineCommand('dgTake', { numberOfKeys: 1, lua: TAKE });
 
   return {
+    remote: true,
     async take(keyId, limitPerMinute, now): Promise<RateDecision> {
       try {
-        const [ok, retryAfterMs] = await redis.dgTake(`${options.keyPrefix}rl:${keyId}`, limitPerMinute, now);
-        return ok === 1 ? { ok: true } : { ok: false, retryAfterMs };
+        const [ok, retryAfterMs, left] = await redis.dgTake(
+          `${options.keyPrefix}rl:${keyId}`,
+          limitPerMinute,
+          now,
+        );
+        return ok === 1 ? { ok: true, left } : { ok: false, retryAfterMs };
       } catch (error) {
         options.onUnavailable(error as Error);
-        return { ok: true };
+        // Nothing is known of the bucket: the next request waits for an answer again.
+        return { ok: true, left: 0 };
       }
     },
     async connect() {
