@@ -4,6 +4,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKeysCli } from '../src/cli/keys.ts';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.ts';
@@ -122,6 +123,42 @@ describe('three instances on one PostgreSQL and one Redis', () => {
     }
     expect(statuses.filter((s) => s === 200)).toHaveLength(1);
     expect(statuses.filter((s) => s === 429)).toHaveLength(5);
+  });
+
+  it('a request that went on while Redis answered, refused there, is 429 with no hold left and no upstream asked', async () => {
+    // Two a minute: the first request leaves a token, so its instance lets the next one go on
+    // (read, reserved) while Redis answers. Meanwhile another instance takes that token.
+    const [first, other] = urls as [string, string];
+    const { id, key } = await createKey(first, { credits: 10, rateLimitPerMinute: 2 });
+    const served = [await post(first, '/v1/systemone', sampleRequest(), bearer(key))];
+    served.push(await post(other, '/v1/systemone', sampleRequest(), bearer(key)));
+    expect(served.map((r) => r.status)).toEqual([200, 200]);
+    const refused = await post(first, '/v1/systemone', sampleRequest(), bearer(key));
+    expect(refused.status).toBe(429);
+    expect(refused.body.code).toBe(42900);
+    const requestId = refused.headers.get('x-request-id');
+    // Its log line is written as its answer goes out: it may reach this process a moment later.
+    const lineOf = () => instances[0]?.logs().find((l) => l.requestId === requestId && l.msg === 'request');
+    for (let waited = 0; lineOf() === undefined && waited < 10_000; waited += 20) await sleep(20);
+    const line = lineOf();
+    expect(line).toMatchObject({ status: 429, code: 42900 });
+    expect(line?.upstream).toBeUndefined();
+    // Two debits, three usage records, the refused one at 0 credits, and no hold left behind.
+    const charged = served.reduce((sum, r) => sum + r.body.data.creditsUsed, 0);
+    const shown = await get(other, `/admin/keys/${id}`, admin);
+    expect(10 - shown.body.data.credits).toBeCloseTo(charged, 6);
+    const usage = await get(other, `/admin/keys/${id}/usage?limit=1000`, admin);
+    expect(usage.body.data.totals.requests).toBe(3);
+    expect(usage.body.data.totals.creditsUsed).toBeCloseTo(charged, 6);
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+    try {
+      const [holds] = await sql<
+        { n: number }[]
+      >`SELECT count(*)::int AS n FROM reservations WHERE key_id = ${id}`;
+      expect(holds?.n).toBe(0);
+    } finally {
+      await sql.end();
+    }
   });
 
   it('runs pnpm keys against the same database', async () => {

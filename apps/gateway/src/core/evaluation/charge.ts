@@ -8,6 +8,7 @@ import { costMicro, fromMicro } from '../credits.ts';
 import type { StageDeps } from './deps.ts';
 import type { Answered, Routed, Stage } from './evaluation-context.ts';
 import { refusedAtReservation } from './payer.ts';
+import { takeRateVerdict } from './rate-limit.ts';
 
 /**
  * Stage 6, every request the cache did not answer: reserve the worst case, ask the route, cap the
@@ -22,6 +23,13 @@ export async function charge(ctx: Routed, deps: StageDeps): Promise<Stage<Answer
       : route.usageBound(request, ctx.bodyBytes, needsOf(request, ctx.images), ctx.imageTokens);
   const boundMicro = costMicro(bound, deps.pricing);
   const reservation = await deps.ledger.reserve(ctx, boundMicro);
+  // Reserved beside its rate limit's take (rate-limit.ts): a refused request releases its hold.
+  const verdict = takeRateVerdict(ctx);
+  const limited = verdict && (await verdict);
+  if (limited) {
+    if (reservation.ok) ctx.reservation = { id: reservation.reservationId, boundMicro };
+    return limited;
+  }
   if (!reservation.ok && reservation.code === 'key_refused')
     return refusedAtReservation(ctx, reservation.reason, deps);
   payer.unconfirmed = false;

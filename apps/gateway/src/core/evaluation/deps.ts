@@ -1,6 +1,7 @@
 import type { Coalescer } from '../../cache/coalesce.ts';
 import type { InFlight } from './in-flight.ts';
 import type { Ledger } from './ledger.ts';
+import type { RateForecast } from './rate-limit.ts';
 import type { EvaluationDeps } from './types.ts';
 
 /** What every stage may use: the evaluator's dependencies and the pipeline's own parts. */
@@ -9,4 +10,5 @@ export interface StageDeps extends EvaluationDeps {
   ledger: Ledger;
   inFlight: InFlight;
   coalescer: Coalescer;
+  forecast: RateForecast;
 }

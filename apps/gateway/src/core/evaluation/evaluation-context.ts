@@ -41,6 +41,11 @@ export interface EvaluationContext {
   meta: ResponseMeta;
   /** Set by authentication; cleared when the key turns out to be refused (nothing is recorded then). */
   payer?: Payer;
+  /**
+   * The rate limit's verdict, while a remote limiter answers and the request goes on (rate-limit.ts):
+   * taken, and awaited, before the request is answered, served from the cache or asked of an upstream.
+   */
+  rateVerdict?: Promise<GatewayFailure | undefined>;
   /** Bytes of the body as received (the reservation's bound counts them). */
   bodyBytes: number;
   request?: EvaluationRequest;

@@ -16,7 +16,7 @@ import {
 import { createInFlight } from './in-flight.ts';
 import { createLedger, staleAfterMs } from './ledger.ts';
 import { authenticateCaller, confirmPayer } from './payer.ts';
-import { rateLimit } from './rate-limit.ts';
+import { createRateForecast, rateLimit, takeRateVerdict } from './rate-limit.ts';
 import { readRequest } from './read-request.ts';
 import { resolveRoute } from './resolve-route.ts';
 import type { Evaluate, EvaluationCall, EvaluationDeps, EvaluationOutcome, Evaluator } from './types.ts';
@@ -29,6 +29,9 @@ export type * from './types.ts';
  *
  *   authenticate → rate limit → read the request (and its images) → resolve the route
  *     → [decision cache: a hit is served] → charge (reserve → ask → cap → settle)
+ *
+ * A rate limiter asked over the network may answer later: a request its bucket has room for goes
+ * on meanwhile, and its verdict is awaited before the cache, an upstream or any answer (rate-limit.ts).
  *
  * `fail` is the one place a failure becomes an outcome, and the ledger the only code that writes
  * credits and usage records, so a failed request is never charged and every authenticated request
@@ -45,6 +48,7 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     clock,
     inFlight: createInFlight(),
     coalescer: createCoalescer(),
+    forecast: createRateForecast(),
     ledger: createLedger({
       store: evaluation.store,
       clock,
@@ -89,6 +93,9 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
 
   /** The one place a failure becomes an outcome: confirmed, released and recorded once. */
   async function fail(ctx: EvaluationContext, failure: GatewayFailure): Promise<EvaluationOutcome> {
+    // A request that went on while its rate limit was asked: a 429 comes before any later failure.
+    const verdict = takeRateVerdict(ctx);
+    if (verdict !== undefined) failure = (await verdict) ?? failure;
     const refused = await confirmPayer(ctx, deps);
     if (refused) return { ok: false, failure: refused, meta: ctx.meta, log: ctx.log };
     // A request a shutdown abandoned was recorded then.
@@ -103,6 +110,9 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
 
   /** On a route that keeps decisions: a hit is served; else this request may lead identical ones. */
   async function cached(ctx: Routed, cache: RequestCache): Promise<EvaluationOutcome> {
+    const verdict = takeRateVerdict(ctx);
+    const limited = verdict && (await verdict);
+    if (limited) return fail(ctx, limited);
     const { found, lead } = await lookUp(ctx, cache, deps);
     if (found) return served(ctx, found);
     let decision: CachedDecision | undefined;

@@ -8,6 +8,7 @@ import {
   noulRequest,
 } from '../../../test/support/evaluation-fakes.ts';
 import { createMemoryCache } from '../../cache/memory-cache.ts';
+import type { RateDecision, RateLimiter } from '../../rate-limit/rate-limiter.ts';
 import { StoreUnavailableError } from '../../store/store.ts';
 import { createEvaluator } from './index.ts';
 
@@ -261,5 +262,119 @@ describe('the evaluation pipeline', () => {
       expect(outcomes.map((o) => o.meta.cache).sort()).toEqual(['hit', 'hit', 'miss']);
       expect(outcomes.map((o) => o.log.cache).sort()).toEqual(['coalesced', 'coalesced', 'miss']);
     });
+  });
+});
+
+describe('with a rate limiter asked over the network', () => {
+  /** A remote limiter whose answers the test gives, one take at a time, in the order asked. */
+  function remoteLimiter() {
+    const asked: { bucket: string; answer: (decision: RateDecision) => void }[] = [];
+    const limiter: RateLimiter = {
+      remote: true,
+      take: (bucket) => new Promise((answer) => asked.push({ bucket, answer })),
+    };
+    /** Waits for the next take still unanswered, then answers it. */
+    async function answerNext(decision: RateDecision) {
+      await until(() => asked.length > 0);
+      (asked.shift() as (typeof asked)[number]).answer(decision);
+    }
+    return { limiter, asked, answerNext };
+  }
+
+  /** Lets every ready promise run, then checks. */
+  async function until(done: () => boolean) {
+    for (let turn = 0; !done(); turn++) {
+      if (turn > 1_000) throw new Error('never happened');
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  function limitedDeps(overrides: Parameters<typeof fakeDeps>[0] = {}) {
+    const remote = remoteLimiter();
+    const deps = fakeDeps({ rateLimiter: remote.limiter, defaultRateLimitPerMinute: 60, ...overrides });
+    const route = deps.routes.get('default') as ReturnType<typeof fakeRoute>;
+    return { deps, route, ...remote, evaluator: createEvaluator(deps) };
+  }
+
+  it('waits for the first answer about a key; then reserves beside the take while the bucket has room', async () => {
+    const { deps, route, asked, answerNext, evaluator } = limitedDeps();
+    const first = evaluator.evaluate(callOf());
+    await until(() => asked.length === 1);
+    // Nothing known of the bucket yet: nothing is reserved before the answer.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(deps.store.reserved).toHaveLength(0);
+    await answerNext({ ok: true, left: 1 });
+    expect((await first).ok).toBe(true);
+
+    // One token left: the next request is reserved while its take is still unanswered…
+    const second = evaluator.evaluate(callOf());
+    await until(() => deps.store.reserved.length === 2);
+    expect(asked).toHaveLength(1);
+    // …and asks no upstream before the answer.
+    expect(route.calls).toBe(1);
+    // Its take is on its way and would use that token: a third waits for its own answer.
+    const third = evaluator.evaluate(callOf());
+    await until(() => asked.length === 2);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(deps.store.reserved).toHaveLength(2);
+    await answerNext({ ok: true, left: 0 });
+    expect((await second).ok).toBe(true);
+    await answerNext({ ok: false, retryAfterMs: 1_000 });
+    const refused = await third;
+    expect(!refused.ok && refused.failure.code).toBe(42900);
+    expect(route.calls).toBe(2);
+    expect(deps.store.reserved).toHaveLength(2);
+  });
+
+  it('a request refused after it went on: 429, its hold released uncharged, no upstream asked', async () => {
+    const { deps, route, answerNext, evaluator } = limitedDeps();
+    await Promise.all([evaluator.evaluate(callOf()), answerNext({ ok: true, left: 5 })]);
+    const [refused] = await Promise.all([
+      evaluator.evaluate(callOf()),
+      // Another instance took the last tokens meanwhile.
+      until(() => deps.store.reserved.length === 2).then(() =>
+        answerNext({ ok: false, retryAfterMs: 2_000 }),
+      ),
+    ]);
+    expect(!refused.ok && refused.failure).toMatchObject({ code: 42900, retryAfterMs: 2_000 });
+    expect(route.calls).toBe(1);
+    expect(deps.store.settled).toHaveLength(1);
+    expect(deps.store.released).toMatchObject([
+      { reservationId: 'res_2', entry: { status: 429, creditsMicro: 0 } },
+    ]);
+  });
+
+  it('a 429 still comes before a broken request, and before a key with too few credits', async () => {
+    const { deps, answerNext, evaluator } = limitedDeps();
+    await Promise.all([evaluator.evaluate(callOf()), answerNext({ ok: true, left: 5 })]);
+    const [invalid] = await Promise.all([
+      evaluator.evaluate(callOf({ ...noulRequest, questions: {} })),
+      answerNext({ ok: false, retryAfterMs: 1_000 }),
+    ]);
+    expect(!invalid.ok && invalid.failure.code).toBe(42900);
+    deps.store.nextReserve = { ok: false, code: 'insufficient_credits', availableMicro: 0 };
+    const [poor] = await Promise.all([
+      evaluator.evaluate(callOf()),
+      answerNext({ ok: false, retryAfterMs: 1_000 }),
+    ]);
+    expect(!poor.ok && poor.failure.code).toBe(42900);
+    expect(deps.store.released.map(({ entry }) => entry.status)).toEqual([429, 429]);
+  });
+
+  it('a cached decision is not served to a request its limiter refuses', async () => {
+    const route = fakeRoute(undefined, { cacheTtlSeconds: 60 });
+    const { answerNext, evaluator } = limitedDeps({
+      routes: new Map([['default', route]]),
+      cache: createMemoryCache({ maxBytes: 1 << 20 }),
+    });
+    await Promise.all([evaluator.evaluate(callOf()), answerNext({ ok: true, left: 5 })]);
+    const [refused] = await Promise.all([
+      evaluator.evaluate(callOf()),
+      answerNext({ ok: false, retryAfterMs: 1_000 }),
+    ]);
+    expect(!refused.ok && refused.failure.code).toBe(42900);
+    const [served] = await Promise.all([evaluator.evaluate(callOf()), answerNext({ ok: true, left: 3 })]);
+    expect(served.meta.cache).toBe('hit');
+    expect(route.calls).toBe(1);
   });
 });

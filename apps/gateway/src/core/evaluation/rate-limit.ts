@@ -1,16 +1,91 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { StageDeps } from './deps.ts';
-import type { Authenticated, Payer } from './evaluation-context.ts';
+import type { Authenticated, EvaluationContext, Payer } from './evaluation-context.ts';
+
+type RateDeps = Pick<StageDeps, 'rateLimiter' | 'defaultRateLimitPerMinute' | 'clock'> & {
+  forecast?: RateForecast | undefined;
+};
 
 /**
  * Stage 2: a token from the key's bucket for every request, and from a browser token's own bucket
  * on top of it (docs/operating.md#configuration). 429 when either is empty.
+ *
+ * A limiter asked over the network (Redis) costs a round trip. A request its buckets' last answers
+ * leave room for goes on while it answers: it is read and routed, and its reservation is sent
+ * beside the take. Its verdict (`ctx.rateVerdict`) is awaited before anything is answered, served
+ * from the cache or asked of an upstream, so a 429 still wins over every later failure and a
+ * refused request never reaches an upstream; a hold it took is released. A key at its limit waits
+ * for each answer, so its refused requests cost no more than they did (docs/scaling-out.md, "The
+ * rate limit beside the reservation").
  */
 export function rateLimit(
   ctx: Authenticated,
-  deps: Pick<StageDeps, 'rateLimiter' | 'defaultRateLimitPerMinute' | 'clock'>,
+  deps: RateDeps,
 ): Promise<GatewayFailure | undefined> | undefined {
-  return rateLimitOf(ctx.payer, deps);
+  const { payer } = ctx;
+  const limits = limitsOf(payer, deps);
+  if (limits === undefined) return undefined;
+  const { forecast } = deps;
+  if (forecast === undefined || deps.rateLimiter.remote !== true) return takeTokens(payer, deps, limits);
+  const ahead =
+    (limits.key <= 0 || forecast.roomFor(payer.id)) &&
+    (limits.token <= 0 || forecast.roomFor(tokenBucketOf(payer)));
+  const verdict = takeTokens(payer, deps, limits);
+  if (!ahead) return verdict;
+  // Nothing awaits it until the reservation: a limiter that throws must not be an unhandled rejection.
+  verdict.catch(() => {});
+  ctx.rateVerdict = verdict;
+  return undefined;
+}
+
+/**
+ * The verdict of a request that went on while its limiter answered, handed over once (then it is
+ * known); undefined when there is none to wait for.
+ */
+export function takeRateVerdict(ctx: EvaluationContext): Promise<GatewayFailure | undefined> | undefined {
+  const verdict = ctx.rateVerdict;
+  if (verdict !== undefined) ctx.rateVerdict = undefined;
+  return verdict;
+}
+
+/**
+ * What a remote limiter's answers said of each bucket: the whole tokens it held at its last
+ * answer, and the takes asked since. A request goes on unanswered only if the bucket has a token
+ * for it after every take still on its way, so no more requests go ahead than the bucket held
+ * (other instances' takes aside). It forgets the buckets it has not heard of longest.
+ */
+export interface RateForecast {
+  /** Whether `bucket` has a token for one more request. */
+  roomFor(bucket: string): boolean;
+  asked(bucket: string): void;
+  answered(bucket: string, left: number): void;
+}
+
+export function createRateForecast(maxBuckets = 10_000): RateForecast {
+  const buckets = new Map<string, { left: number; asked: number }>();
+  return {
+    roomFor(bucket) {
+      const known = buckets.get(bucket);
+      return known !== undefined && known.left - known.asked >= 1;
+    },
+    asked(bucket) {
+      const known = buckets.get(bucket);
+      if (known !== undefined) known.asked++;
+      else {
+        if (buckets.size >= maxBuckets) buckets.delete(buckets.keys().next().value as string);
+        buckets.set(bucket, { left: 0, asked: 1 });
+      }
+    },
+    answered(bucket, left) {
+      const known = buckets.get(bucket);
+      if (known === undefined) return;
+      known.left = left;
+      if (known.asked > 0) known.asked--;
+      // Heard of last: forgotten last.
+      buckets.delete(bucket);
+      buckets.set(bucket, known);
+    },
+  };
 }
 
 /** Who takes the tokens: a key, and the browser token it came with (also outcomes, docs/outcomes.md). */
@@ -20,36 +95,44 @@ export type Bucketed = Pick<Payer, 'id' | 'rateLimitPerMinute'> & {
 
 export function rateLimitOf(
   payer: Bucketed,
-  deps: Pick<StageDeps, 'rateLimiter' | 'defaultRateLimitPerMinute' | 'clock'>,
+  deps: RateDeps,
 ): Promise<GatewayFailure | undefined> | undefined {
-  const limit = payer.rateLimitPerMinute ?? deps.defaultRateLimitPerMinute;
-  const tokenLimit = payer.token?.rateLimitPerMinute;
-  // No bucket to take from (limits off): nothing to wait for.
-  if (limit <= 0 && !tokenLimit) return undefined;
-  return takeTokens(payer, deps, limit, tokenLimit);
+  const limits = limitsOf(payer, deps);
+  return limits === undefined ? undefined : takeTokens(payer, deps, limits);
 }
+
+/** Each bucket's limit a minute (0: none); undefined when there is no bucket to take from. */
+function limitsOf(payer: Bucketed, deps: RateDeps): { key: number; token: number } | undefined {
+  const key = payer.rateLimitPerMinute ?? deps.defaultRateLimitPerMinute;
+  const token = payer.token?.rateLimitPerMinute ?? 0;
+  return key <= 0 && token <= 0 ? undefined : { key, token };
+}
+
+const tokenBucketOf = (payer: Bucketed) => `token:${payer.token?.id}`;
 
 async function takeTokens(
   payer: Bucketed,
-  deps: Pick<StageDeps, 'rateLimiter' | 'clock'>,
-  limit: number,
-  tokenLimit: number | null | undefined,
+  deps: RateDeps,
+  limits: { key: number; token: number },
 ): Promise<GatewayFailure | undefined> {
-  if (limit > 0) {
-    const over = await overLimit(deps, payer.id, limit, 'the key');
+  if (limits.key > 0) {
+    const over = await overLimit(deps, payer.id, limits.key, 'the key');
     if (over) return over;
   }
-  if (payer.token && tokenLimit) return overLimit(deps, `token:${payer.token.id}`, tokenLimit, 'the token');
+  if (limits.token > 0) return overLimit(deps, tokenBucketOf(payer), limits.token, 'the token');
   return undefined;
 }
 
 async function overLimit(
-  deps: Pick<StageDeps, 'rateLimiter' | 'clock'>,
+  deps: RateDeps,
   bucket: string,
   perMinute: number,
   whose: string,
 ): Promise<GatewayFailure | undefined> {
+  const forecast = deps.rateLimiter.remote === true ? deps.forecast : undefined;
+  forecast?.asked(bucket);
   const decision = await deps.rateLimiter.take(bucket, perMinute, deps.clock());
+  forecast?.answered(bucket, decision.ok ? decision.left : 0);
   if (decision.ok) return undefined;
   const message = `${whose} is over its rate limit of ${perMinute} requests per minute`;
   return failure('rate_limited', message, { retryAfterMs: decision.retryAfterMs });

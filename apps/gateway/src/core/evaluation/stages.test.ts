@@ -19,7 +19,7 @@ import {
   type Stage,
 } from './evaluation-context.ts';
 import { authenticateCaller, confirmPayer } from './payer.ts';
-import { rateLimit } from './rate-limit.ts';
+import { createRateForecast, rateLimit } from './rate-limit.ts';
 import { readRequest } from './read-request.ts';
 import { resolveRoute } from './resolve-route.ts';
 
@@ -96,6 +96,40 @@ describe('stage: rate limit', () => {
     const over = await rateLimit(ctx, deps);
     expect(over?.retryAfterMs).toBeGreaterThan(0);
     expect(over?.message).toContain('the key is over its rate limit of 1');
+  });
+});
+
+describe('the rate forecast', () => {
+  it('has room for a request only while the last answer left a token for it beside the takes on their way', () => {
+    const forecast = createRateForecast();
+    expect(forecast.roomFor('k')).toBe(false);
+    forecast.asked('k');
+    expect(forecast.roomFor('k')).toBe(false);
+    forecast.answered('k', 2);
+    expect(forecast.roomFor('k')).toBe(true);
+    forecast.asked('k');
+    expect(forecast.roomFor('k')).toBe(true);
+    forecast.asked('k');
+    expect(forecast.roomFor('k')).toBe(false);
+    // Another instance took some: the bucket's word wins.
+    forecast.answered('k', 0);
+    expect(forecast.roomFor('k')).toBe(false);
+    forecast.answered('k', 3);
+    expect(forecast.roomFor('k')).toBe(true);
+    expect(forecast.roomFor('other')).toBe(false);
+  });
+
+  it('forgets the bucket it heard of longest ago once it knows its most', () => {
+    const forecast = createRateForecast(2);
+    for (const bucket of ['a', 'b']) {
+      forecast.asked(bucket);
+      forecast.answered(bucket, 5);
+    }
+    forecast.asked('a');
+    forecast.answered('a', 5);
+    forecast.asked('c');
+    forecast.answered('c', 5);
+    expect(['a', 'b', 'c'].map((bucket) => forecast.roomFor(bucket))).toEqual([true, false, true]);
   });
 });
 
