@@ -119,6 +119,46 @@ describe('the rate forecast', () => {
     expect(forecast.roomFor('other')).toBe(false);
   });
 
+  it('goes on for a browser token only while its own bucket, and its key’s, have room', async () => {
+    const asked: string[] = [];
+    const left: Record<string, number> = { key_1: 5, 'token:tok_1': 1 };
+    const deps = {
+      rateLimiter: {
+        remote: true,
+        take: async (bucket: string) => {
+          asked.push(bucket);
+          return { ok: true as const, left: left[bucket] ?? 0 };
+        },
+      },
+      defaultRateLimitPerMinute: 60,
+      clock: () => 0,
+      forecast: createRateForecast(),
+    };
+    const request = () =>
+      paidBy(newContext(callOf()), {
+        ...KEY,
+        unconfirmed: false,
+        token: tokenOf({ rateLimitPerMinute: 10 }),
+      });
+    // Nothing known: the stage hands the take back to be awaited.
+    const first = request();
+    expect(await rateLimit(first, deps)).toBeUndefined();
+    expect(first.rateVerdict).toBeUndefined();
+    expect(asked).toEqual(['key_1', 'token:tok_1']);
+    // Both buckets had a token to spare: the next goes on, its verdict left on the context.
+    const second = request();
+    expect(rateLimit(second, deps)).toBeUndefined();
+    expect(await second.rateVerdict).toBeUndefined();
+    // The token's bucket said it held none: the third waits again, however full the key's.
+    left['token:tok_1'] = 0;
+    const third = request();
+    expect(rateLimit(third, deps)).toBeUndefined();
+    await third.rateVerdict;
+    const fourth = request();
+    expect(rateLimit(fourth, deps)).toBeInstanceOf(Promise);
+    expect(fourth.rateVerdict).toBeUndefined();
+  });
+
   it('forgets the bucket it heard of longest ago once it knows its most', () => {
     const forecast = createRateForecast(2);
     for (const bucket of ['a', 'b']) {
