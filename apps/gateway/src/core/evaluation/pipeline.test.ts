@@ -298,11 +298,15 @@ describe('with a rate limiter asked over the network', () => {
 
   it('waits for the first answer about a key; then reserves beside the take while the bucket has room', async () => {
     const { deps, route, asked, answerNext, evaluator } = limitedDeps();
+    /** Once `takes` takes are asked, and a turn later, the holds reserved are still `holds`. */
+    async function waitingWith(takes: number, holds: number) {
+      await until(() => asked.length === takes);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(deps.store.reserved).toHaveLength(holds);
+    }
     const first = evaluator.evaluate(callOf());
-    await until(() => asked.length === 1);
     // Nothing known of the bucket yet: nothing is reserved before the answer.
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(deps.store.reserved).toHaveLength(0);
+    await waitingWith(1, 0);
     await answerNext({ ok: true, left: 1 });
     expect((await first).ok).toBe(true);
 
@@ -314,9 +318,7 @@ describe('with a rate limiter asked over the network', () => {
     expect(route.calls).toBe(1);
     // Its take is on its way and would use that token: a third waits for its own answer.
     const third = evaluator.evaluate(callOf());
-    await until(() => asked.length === 2);
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(deps.store.reserved).toHaveLength(2);
+    await waitingWith(2, 2);
     await answerNext({ ok: true, left: 0 });
     expect((await second).ok).toBe(true);
     await answerNext({ ok: false, retryAfterMs: 1_000 });
