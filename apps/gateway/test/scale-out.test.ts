@@ -136,6 +136,9 @@ describe('three instances on one PostgreSQL and one Redis', () => {
     const refused = await post(first, '/v1/systemone', sampleRequest(), bearer(key));
     expect(refused.status).toBe(429);
     expect(refused.body.code).toBe(42900);
+    // Told as a request refused before it was read: no route header, though it was routed.
+    expect(served[0]?.headers.get('x-dg-route')).toBe('default');
+    expect(refused.headers.get('x-dg-route')).toBeNull();
     const requestId = refused.headers.get('x-request-id');
     // Its log line is written as its answer goes out: it may reach this process a moment later.
     const lineOf = () => instances[0]?.logs().find((l) => l.requestId === requestId && l.msg === 'request');
@@ -143,6 +146,7 @@ describe('three instances on one PostgreSQL and one Redis', () => {
     const line = lineOf();
     expect(line).toMatchObject({ status: 429, code: 42900 });
     expect(line?.upstream).toBeUndefined();
+    expect(line?.questions).toBeUndefined();
     // Two debits, three usage records, the refused one at 0 credits, and no hold left behind.
     const charged = served.reduce((sum, r) => sum + r.body.data.creditsUsed, 0);
     const shown = await get(other, `/admin/keys/${id}`, admin);

@@ -2,6 +2,7 @@ import type { AsWritten, DecisionImage, EvaluationRequest, GatewayFailure } from
 import type { DecisionCache, DecisionKey } from '../../cache/decision-cache.ts';
 import type { Route, RouteAnswer } from '../../routing/route.ts';
 import type { KeptDecision, KeyAuth, TokenAuth } from '../../store/store.ts';
+import type { PendingRateVerdict } from './rate-limit.ts';
 import type { EvaluationCall, EvaluationLog, ResponseMeta } from './types.ts';
 
 /** Who pays for a request: its key, and the browser token it came with, if any. */
@@ -45,7 +46,7 @@ export interface EvaluationContext {
    * The rate limit's verdict, while a remote limiter answers and the request goes on (rate-limit.ts):
    * taken, and awaited, before the request is answered, served from the cache or asked of an upstream.
    */
-  rateVerdict?: Promise<GatewayFailure | undefined>;
+  rateVerdict?: PendingRateVerdict;
   /** Bytes of the body as received (the reservation's bound counts them). */
   bodyBytes: number;
   request?: EvaluationRequest;

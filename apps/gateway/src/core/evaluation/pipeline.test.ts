@@ -344,6 +344,27 @@ describe('with a rate limiter asked over the network', () => {
     expect(deps.store.released).toMatchObject([
       { reservationId: 'res_2', entry: { status: 429, creditsMicro: 0 } },
     ]);
+    // Told and recorded as a request refused before it was read: the bucket is now known empty,
+    // so the next request waits for its answer, and both come out alike.
+    const [waited] = await Promise.all([
+      evaluator.evaluate(callOf()),
+      answerNext({ ok: false, retryAfterMs: 2_000 }),
+    ]);
+    expect(deps.store.reserved).toHaveLength(2);
+    const [wentOn, waitedFirst] = [refused, waited].map(({ meta, log }) => ({
+      meta: { ...meta, requestId: 'r' },
+      log,
+    }));
+    expect(wentOn).toEqual(waitedFirst);
+    expect(wentOn?.log).toEqual({ keyPrefix: 'dg_test' });
+    const [first, second] = deps.store.released.map(({ entry }) => ({
+      ...entry,
+      requestId: 'r',
+      at: 0,
+      elapsedMs: 0,
+    }));
+    expect(first).toEqual(second);
+    expect(first).toMatchObject({ route: null, questions: 0 });
   });
 
   it('a 429 still comes before a broken request, and before a key with too few credits', async () => {

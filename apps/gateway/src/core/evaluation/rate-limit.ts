@@ -1,6 +1,7 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { StageDeps } from './deps.ts';
 import type { Authenticated, EvaluationContext, Payer } from './evaluation-context.ts';
+import type { EvaluationLog, ResponseMeta } from './types.ts';
 
 type RateDeps = Pick<StageDeps, 'rateLimiter' | 'defaultRateLimitPerMinute' | 'clock'> & {
   forecast?: RateForecast | undefined;
@@ -34,18 +35,40 @@ export function rateLimit(
   if (!ahead) return verdict;
   // Nothing awaits it until the reservation: a limiter that throws must not be an unhandled rejection.
   verdict.catch(() => {});
-  ctx.rateVerdict = verdict;
+  ctx.rateVerdict = { verdict, meta: { ...ctx.meta }, log: { ...ctx.log } };
   return undefined;
+}
+
+/** A request gone on before its rate limit's answer: the answer, and what the request had said of itself then. */
+export interface PendingRateVerdict {
+  verdict: Promise<GatewayFailure | undefined>;
+  meta: ResponseMeta;
+  log: EvaluationLog;
 }
 
 /**
  * The verdict of a request that went on while its limiter answered, handed over once (then it is
- * known); undefined when there is none to wait for.
+ * known); undefined when there is none to wait for. A refused request is then told and recorded
+ * as one refused before it was read: no route, no questions, the headers and log fields it had.
  */
 export function takeRateVerdict(ctx: EvaluationContext): Promise<GatewayFailure | undefined> | undefined {
-  const verdict = ctx.rateVerdict;
-  if (verdict !== undefined) ctx.rateVerdict = undefined;
-  return verdict;
+  const pending = ctx.rateVerdict;
+  if (pending === undefined) return undefined;
+  ctx.rateVerdict = undefined;
+  return pending.verdict.then((refused) => {
+    if (refused !== undefined) unread(ctx, pending);
+    return refused;
+  });
+}
+
+function unread(ctx: EvaluationContext, before: PendingRateVerdict): void {
+  ctx.meta = before.meta;
+  const log = ctx.log as Record<string, unknown>;
+  for (const field of Object.keys(log)) if (!(field in before.log)) delete log[field];
+  Object.assign(log, before.log);
+  ctx.questions = 0;
+  ctx.route = undefined;
+  ctx.cache = undefined;
 }
 
 /**

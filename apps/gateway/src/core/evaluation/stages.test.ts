@@ -19,7 +19,7 @@ import {
   type Stage,
 } from './evaluation-context.ts';
 import { authenticateCaller, confirmPayer } from './payer.ts';
-import { createRateForecast, rateLimit } from './rate-limit.ts';
+import { createRateForecast, rateLimit, takeRateVerdict } from './rate-limit.ts';
 import { readRequest } from './read-request.ts';
 import { resolveRoute } from './resolve-route.ts';
 
@@ -148,12 +148,12 @@ describe('the rate forecast', () => {
     // Both buckets had a token to spare: the next goes on, its verdict left on the context.
     const second = request();
     expect(rateLimit(second, deps)).toBeUndefined();
-    expect(await second.rateVerdict).toBeUndefined();
+    expect(await takeRateVerdict(second)).toBeUndefined();
     // The token's bucket said it held none: the third waits again, however full the key's.
     left['token:tok_1'] = 0;
     const third = request();
     expect(rateLimit(third, deps)).toBeUndefined();
-    await third.rateVerdict;
+    await takeRateVerdict(third);
     const fourth = request();
     expect(rateLimit(fourth, deps)).toBeInstanceOf(Promise);
     expect(fourth.rateVerdict).toBeUndefined();
