@@ -10,5 +10,6 @@ export interface StageDeps extends EvaluationDeps {
   ledger: Ledger;
   inFlight: InFlight;
   coalescer: Coalescer;
-  forecast: RateForecast;
+  /** What a limiter asked over the network last said of each bucket (rate-limit.ts). */
+  forecast: RateForecast | undefined;
 }

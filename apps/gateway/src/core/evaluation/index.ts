@@ -48,7 +48,7 @@ export function createEvaluator(evaluation: EvaluationDeps): Evaluator {
     clock,
     inFlight: createInFlight(),
     coalescer: createCoalescer(),
-    forecast: createRateForecast(),
+    forecast: evaluation.rateLimiter.remote === true ? createRateForecast() : undefined,
     ledger: createLedger({
       store: evaluation.store,
       clock,

@@ -27,7 +27,7 @@ export function rateLimit(
   const limits = limitsOf(payer, deps);
   if (limits === undefined) return undefined;
   const { forecast } = deps;
-  if (forecast === undefined || deps.rateLimiter.remote !== true) return takeTokens(payer, deps, limits);
+  if (forecast === undefined) return takeTokens(payer, deps, limits);
   const ahead =
     (limits.key <= 0 || forecast.roomFor(payer.id)) &&
     (limits.token <= 0 || forecast.roomFor(tokenBucketOf(payer)));
@@ -72,7 +72,8 @@ function unread(ctx: EvaluationContext, before: PendingRateVerdict): void {
 }
 
 /**
- * What a remote limiter's answers said of each bucket: the whole tokens it held at its last
+ * What a remote limiter's answers said of each bucket (the pipeline keeps one only for a limiter
+ * asked over the network: one in memory answers within the turn): the whole tokens it held at its last
  * answer, and the takes asked since. A request goes on unanswered only if the bucket has a token
  * for it after every take still on its way, so no more requests go ahead than the bucket held
  * (other instances' takes aside). It forgets the buckets it has not heard of longest.
@@ -152,10 +153,9 @@ async function overLimit(
   perMinute: number,
   whose: string,
 ): Promise<GatewayFailure | undefined> {
-  const forecast = deps.rateLimiter.remote === true ? deps.forecast : undefined;
-  forecast?.asked(bucket);
+  deps.forecast?.asked(bucket);
   const decision = await deps.rateLimiter.take(bucket, perMinute, deps.clock());
-  forecast?.answered(bucket, decision.ok ? decision.left : 0);
+  deps.forecast?.answered(bucket, decision.ok ? decision.left : 0);
   if (decision.ok) return undefined;
   const message = `${whose} is over its rate limit of ${perMinute} requests per minute`;
   return failure('rate_limited', message, { retryAfterMs: decision.retryAfterMs });
