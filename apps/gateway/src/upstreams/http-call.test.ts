@@ -2,7 +2,7 @@ import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { httpCall } from './http-call.js';
+import { httpCall } from './http-call.ts';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -1,5 +1,6 @@
 import { failure, type GatewayFailure } from '@decision-gateway/contract';
 import type { Logger } from 'pino';
+import { Pool } from 'undici';
 import {
   type ClientSpan,
   clientSpan,
@@ -8,7 +9,7 @@ import {
   traceIdsOf,
   type UpstreamIdentity,
 } from '../telemetry/spans.ts';
-import type { CallResult } from './http-call.js';
+import { type CallResult, httpCall } from './http-call.ts';
 import { jsonBody } from './json-body.ts';
 import { nativeErrorReason } from './native-errors.ts';
 import {
@@ -19,7 +20,6 @@ import {
   isRetryableStatus,
   retryAfterMs,
 } from './retry-policy.ts';
-import { openUpstreamCalls } from './upstream-calls.ts';
 
 export interface UpstreamHttpOptions {
   /** For logs and traces: which upstream this is. */
@@ -102,7 +102,7 @@ export type UpstreamHttp = ReturnType<typeof createUpstreamHttp>;
 export function createUpstreamHttp(options: UpstreamHttpOptions) {
   const base = new URL(options.baseUrl);
   const basePath = base.pathname.replace(/\/+$/, '');
-  const calls = openUpstreamCalls(base.origin);
+  const pool = new Pool(base.origin, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000 });
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const maxBodyBytes = options.maxBodyBytes ?? 1_048_576;
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
@@ -132,7 +132,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
         headers: span?.headers ?? sent,
         body: payload,
       } as const;
-      const result = await calls.call(request, maxBodyBytes, call.deadlineAt);
+      const result = await httpCall(pool, request, maxBodyBytes, call.deadlineAt);
       const judged = judge(result);
       if (span) endSpan(span, result, judged.ending);
       if (!judged.retryable) return judged.ending;
@@ -263,9 +263,9 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
       }
       return result;
     },
-    /** After the gateway's drain nothing waits on a call: one still open was abandoned. */
+    /** After the gateway's drain nothing waits on the pool: a call still open was abandoned. */
     async close() {
-      await calls.close();
+      await pool.destroy();
     },
   };
 }

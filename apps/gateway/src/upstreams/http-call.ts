@@ -1,8 +1,12 @@
-// One HTTP call to an upstream (types in http-call.d.ts). Plain JavaScript: the upstream thread
-// loads it as it is (call-thread.js), as the serving thread does (upstream-calls.ts).
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Dispatcher } from 'undici';
 
-/** Every upstream pool's keep-alive: connections are kept between calls, not made for each. */
-export const POOL_OPTIONS = { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000 };
+/** What one HTTP call to an upstream came to, before the retry policy judges it. */
+export type CallResult =
+  | { kind: 'response'; status: number; headers: IncomingHttpHeaders; text: string }
+  | { kind: 'connection'; reason: string; code: string | undefined }
+  | { kind: 'too_large'; status: number }
+  | { kind: 'deadline' };
 
 /**
  * One call through undici's `dispatch`, its answer collected as bytes by a handler of ours. The
@@ -11,58 +15,63 @@ export const POOL_OPTIONS = { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120
  * deadline covers waiting for a connection, the answer's head and its body; an answer is never
  * read past `limit` bytes, so a huge or endless one costs at most that much memory.
  */
-export function httpCall(dispatcher, request, limit, deadlineAt) {
+export function httpCall(
+  dispatcher: Dispatcher,
+  options: Dispatcher.DispatchOptions,
+  limit: number,
+  deadlineAt: number,
+): Promise<CallResult> {
   return new Promise((resolve) => {
     const collector = new AnswerCollector(resolve, limit);
     collector.timer = setTimeout(() => collector.expire(), Math.max(0, deadlineAt - Date.now()));
-    dispatcher.dispatch(request, collector);
+    dispatcher.dispatch(options, collector);
   });
 }
 
 /** Why a call was cut short, as undici is told it (the result says so to the caller). */
 class CallCutShort extends Error {}
 
-/** undici's dispatch handler for one call: collects its answer, or the first way it ended. */
-class AnswerCollector {
-  /** The deadline's timer, set by `httpCall`. */
-  timer = undefined;
-  #controller = undefined;
+class AnswerCollector implements Dispatcher.DispatchHandler {
+  timer: NodeJS.Timeout | undefined;
+  #controller: Dispatcher.DispatchController | undefined;
   #settled = false;
   #status = 0;
-  #headers = {};
-  #chunks = [];
+  #headers: IncomingHttpHeaders = {};
+  #chunks: Buffer[] = [];
   #size = 0;
-  #resolve;
-  #limit;
 
-  constructor(resolve, limit) {
-    this.#resolve = resolve;
-    this.#limit = limit;
-  }
+  constructor(
+    private readonly resolve: (result: CallResult) => void,
+    private readonly limit: number,
+  ) {}
 
-  onRequestStart(controller) {
+  onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
     // The deadline passed while the call waited for a connection: it is not sent.
     if (this.#settled) controller.abort(new CallCutShort('the call was cut short'));
   }
 
-  onResponseStart(controller, status, headers) {
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ): void {
     if (status < 200) return; // informational: the answer's own head follows
     this.#status = status;
     this.#headers = headers;
     // A declared length is enforced by undici (a longer body is an error): too long is known now.
     const declared = headers['content-length'];
-    if (typeof declared === 'string' && Number(declared) > this.#limit) this.#tooLarge(controller);
+    if (typeof declared === 'string' && Number(declared) > this.limit) this.#tooLarge(controller);
   }
 
-  onResponseData(controller, chunk) {
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.#settled) return;
     this.#size += chunk.length;
-    if (this.#size > this.#limit) this.#tooLarge(controller);
+    if (this.#size > this.limit) this.#tooLarge(controller);
     else this.#chunks.push(chunk);
   }
 
-  onResponseEnd() {
+  onResponseEnd(): void {
     if (this.#settled) return;
     const [only] = this.#chunks;
     const bytes = this.#chunks.length === 1 && only ? only : Buffer.concat(this.#chunks, this.#size);
@@ -74,28 +83,28 @@ class AnswerCollector {
     });
   }
 
-  onResponseError(_controller, error) {
-    const { message, code } = error;
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    const { message, code } = error as NodeJS.ErrnoException;
     this.#settle({ kind: 'connection', reason: message || 'connection failed', code });
   }
 
   /** The deadline passed: the caller hears at once, and undici ends the call if it has begun. */
-  expire() {
+  expire(): void {
     this.#settle({ kind: 'deadline' });
     this.#controller?.abort(new CallCutShort('the deadline passed'));
   }
 
-  #tooLarge(controller) {
+  #tooLarge(controller: Dispatcher.DispatchController): void {
     this.#settle({ kind: 'too_large', status: this.#status });
     this.#chunks = [];
     controller.abort(new CallCutShort('the answer is too large'));
   }
 
   /** The first ending is the call's; whatever undici reports after it (the abort's error) is not. */
-  #settle(result) {
+  #settle(result: CallResult): void {
     if (this.#settled) return;
     this.#settled = true;
     clearTimeout(this.timer);
-    this.#resolve(result);
+    this.resolve(result);
   }
 }
