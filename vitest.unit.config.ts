@@ -6,5 +6,5 @@ process.env.DG_TEST_SCOPE = 'unit';
 
 export default defineConfig({
   // Threads start faster than forked processes: these tests hold no process-wide state.
-  test: { pool: 'threads', projects: ['packages/*', 'apps/*'] },
+  test: { pool: 'threads', projects: ['packages/*', 'apps/*', 'bench'] },
 });

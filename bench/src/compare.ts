@@ -13,6 +13,7 @@ import {
   THREE_BUDGETS,
   vacuumBenchDatabase,
 } from './bench-support.ts';
+import { measureInTurn, median, type Reading, range, sharesOf } from './in-turn.ts';
 import {
   imagesGatewayConfig,
   measureLoad,
@@ -114,14 +115,8 @@ function pin(measured: Running[], others: Running[]): boolean {
   return pinServers(measured, others);
 }
 
-/** One target's figures in one round: req/s, CPU µs a request, KB of RSS rise a connection. */
-type Round = { rps: number; cpu: number; rssKb: number };
 /** A trial's figures for one target, with its req/s over the relay's. */
-type Summary = Round & { relayRatio: number };
-
-const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
-const range = (values: number[]) => `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`;
+type Summary = Reading & { relayRatio: number };
 
 async function main() {
   const refs = process.argv.slice(2);
@@ -189,29 +184,23 @@ async function main() {
           [upstream],
         );
         for (const target of targets) await measureLoad(target, CONNECTIONS, 3); // warm-up
-        const rounds: Record<string, Round>[] = [];
-        for (let round = 0; round < ROUNDS; round++) {
-          const measured: Record<string, Round> = {};
-          for (const target of targets) {
-            const m = await measureLoad(target, CONNECTIONS, SECONDS);
-            if (m.errors > 0) throw new Error(`${m.errors} requests to ${target.name} failed`);
-            measured[target.name] = {
-              rps: m.rps,
-              cpu: m.cpuUsPerRequest,
-              rssKb: m.rssRise / 1024 / CONNECTIONS,
-            };
-          }
-          rounds.push(measured);
-        }
+        // In the targets' order each round, the relay first, as this script has always measured.
+        const rounds = await measureInTurn(targets, {
+          rounds: ROUNDS,
+          seconds: SECONDS,
+          connections: CONNECTIONS,
+          rotate: false,
+        });
+        const relayRounds = rounds.get(relayName) as Reading[];
         const summary: Record<string, Summary> = {};
         for (const target of targets) {
+          const of = rounds.get(target.name) as Reading[];
+          const { rps, cpu, rpsShare } = sharesOf(of, relayRounds);
           summary[target.name] = {
-            rps: median(rounds.map((r) => r[target.name]?.rps as number)),
-            cpu: median(rounds.map((r) => r[target.name]?.cpu as number)),
-            relayRatio: median(
-              rounds.map((r) => (r[target.name]?.rps as number) / (r[relayName]?.rps as number)),
-            ),
-            rssKb: Math.max(...rounds.map((r) => r[target.name]?.rssKb as number)),
+            rps,
+            cpu,
+            relayRatio: rpsShare,
+            rssKb: Math.max(...of.map((r) => r.rssKb)),
           };
         }
         trials.push(summary);

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBenchKey, sqliteGatewayEnv } from './bench-support.ts';
+import { measureInTurn, median, type Reading, range, type Shares, sharesOf } from './in-turn.ts';
 import { measureLoad, QUESTION_DOORS, type QuestionDoor, type Target } from './load.ts';
 import { pinServers, startProcess } from './processes.ts';
 
@@ -18,15 +19,6 @@ const CONNECTIONS = Number(process.env.BENCH_DOORS_CONNECTIONS ?? 64);
 const BAR = 0.9;
 
 const DOORS = Object.keys(QUESTION_DOORS) as QuestionDoor[];
-type Round = { rps: number; cpu: number };
-type Trial = Round & { rpsShare: number; cpuShare: number };
-const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
-const rotated = <T>(items: T[], by: number) => [
-  ...items.slice(by % items.length),
-  ...items.slice(0, by % items.length),
-];
-const range = (values: number[]) => `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`;
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'dg-doors-'));
@@ -37,7 +29,7 @@ async function main() {
    * Per door, each trial's medians over its rounds: req/s, CPU µs a request, and both as shares of
    * REST's in the same round (rounds a few seconds apart share the machine's mood; trials do not).
    */
-  const trials = new Map<QuestionDoor, Trial[]>(DOORS.map((door) => [door, []]));
+  const trials = new Map<QuestionDoor, Shares[]>(DOORS.map((door) => [door, []]));
   let pinned = false;
   try {
     for (let trial = 0; trial < TRIALS; trial++) {
@@ -54,26 +46,14 @@ async function main() {
         const targets: [QuestionDoor, Target][] = [];
         for (const door of DOORS) targets.push([door, await QUESTION_DOORS[door].target(door, gateway, key)]);
         for (const [, target] of targets) await measureLoad(target, CONNECTIONS, 3); // warm-up
-        const rounds = new Map<QuestionDoor, Round[]>(DOORS.map((door) => [door, []]));
-        for (let round = 0; round < ROUNDS; round++)
-          // Each round starts with the next door, so none always follows the same one.
-          for (const [door, target] of rotated(targets, round)) {
-            const result = await measureLoad(target, CONNECTIONS, SECONDS);
-            if (result.errors > 0) throw new Error(`${door}: ${result.errors} errors in a round`);
-            rounds.get(door)?.push({ rps: result.rps, cpu: result.cpuUsPerRequest });
-          }
-        const restRounds = rounds.get('rest') as Round[];
-        for (const door of DOORS) {
-          const of = rounds.get(door) as Round[];
-          trials.get(door)?.push({
-            rps: median(of.map((r) => r.rps)),
-            cpu: median(of.map((r) => r.cpu)),
-            rpsShare: median(of.map((r, i) => r.rps / (restRounds[i] as Round).rps)),
-            cpuShare: median(of.map((r, i) => r.cpu / (restRounds[i] as Round).cpu)),
-          });
-        }
+        const readings = await measureInTurn(
+          targets.map(([, target]) => target),
+          { rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS },
+        );
+        const rest = readings.get('rest') as Reading[];
+        for (const door of DOORS) trials.get(door)?.push(sharesOf(readings.get(door) as Reading[], rest));
         const line = DOORS.map((door) => {
-          const last = trials.get(door)?.at(-1) as Trial;
+          const last = trials.get(door)?.at(-1) as Shares;
           return `${door} ${last.rps.toFixed(0)} req/s ${last.cpu.toFixed(0)} µs (${last.rpsShare.toFixed(2)}× REST)`;
         });
         process.stdout.write(`trial ${trial + 1}/${TRIALS}: ${line.join(' · ')}\n`);
@@ -87,7 +67,7 @@ async function main() {
   }
 
   const rows = DOORS.map((door) => {
-    const each = trials.get(door) as Trial[];
+    const each = trials.get(door) as Shares[];
     const shares = each.map((t) => t.rpsShare);
     const met = door === 'rest' ? '' : median(shares) >= BAR ? 'yes' : '**no**';
     return `| ${QUESTION_DOORS[door].label} | ${median(each.map((t) => t.rps)).toFixed(0)} | ${median(each.map((t) => t.cpu)).toFixed(0)} | ${median(shares).toFixed(2)} (${range(shares)}) | ${median(each.map((t) => t.cpuShare)).toFixed(2)} | ${met} |`;

@@ -12,6 +12,7 @@ import {
   updateDocSection,
   vacuumBenchDatabase,
 } from './bench-support.ts';
+import { measureInTurn, type Reading, type Shares, sharesOf } from './in-turn.ts';
 import {
   geminiTarget,
   imagesGatewayConfig,
@@ -41,6 +42,56 @@ const SEQUENTIAL_REQUESTS = Number(process.env.BENCH_SEQUENTIAL_REQUESTS ?? 3000
 const LEAK_WARMUP_REQUESTS = Math.ceil(LEAK_REQUESTS / 5);
 /** The load spread over this many keys, in the "64 keys" rows. */
 const SPREAD_KEYS = 64;
+/**
+ * The bars that hold one configuration of the gateway to another (a door to REST, budgets, tracing,
+ * PostgreSQL to SQLite) are read from rounds taken in turn at c=64 (in-turn.ts), not from their
+ * cells, which a shared machine can move apart in the minute between them.
+ */
+const TURN_ROUNDS = Number(process.env.BENCH_TURN_ROUNDS ?? 4);
+const TURN_SECONDS = Number(process.env.BENCH_TURN_SECONDS ?? 3);
+const TURN_CONNECTIONS = 64;
+/** One target's share of a reference's req/s, taken in turn. */
+type TurnShare = { target: string; reference: string } & Shares;
+/** Rows measured in turn, and the shares read from them: [held, held to]. */
+const TURN_GROUPS: { members: string[]; pairs: [string, string][] }[] = [
+  {
+    members: [
+      'gateway REST',
+      'gateway tRPC',
+      'gateway /native',
+      'gateway OpenAI door',
+      'gateway Gemini door',
+      'gateway MCP decide',
+      'gateway REST 3 budgets',
+    ],
+    pairs: [
+      ['gateway tRPC', 'gateway REST'],
+      ['gateway /native', 'gateway REST'],
+      ['gateway OpenAI door', 'gateway REST'],
+      ['gateway Gemini door', 'gateway REST'],
+      ['gateway MCP decide', 'gateway REST'],
+      ['gateway REST 3 budgets', 'gateway REST'],
+    ],
+  },
+  {
+    members: ['gateway REST', 'gateway REST traced', 'gateway REST sampled 10%'],
+    pairs: [
+      ['gateway REST traced', 'gateway REST'],
+      ['gateway REST sampled 10%', 'gateway REST'],
+    ],
+  },
+  {
+    members: ['gateway REST', 'gateway PG+Redis', 'gateway PG+Redis 3 budgets'],
+    pairs: [
+      ['gateway PG+Redis', 'gateway REST'],
+      ['gateway PG+Redis 3 budgets', 'gateway PG+Redis'],
+    ],
+  },
+  {
+    members: [`gateway REST ${SPREAD_KEYS} keys`, `gateway PG+Redis ${SPREAD_KEYS} keys`],
+    pairs: [[`gateway PG+Redis ${SPREAD_KEYS} keys`, `gateway REST ${SPREAD_KEYS} keys`]],
+  },
+];
 /**
  * BENCH_ONLY=name,name: measure only the targets whose names contain one of these (the baseline
  * relay always, for the ratios), and write nothing: for trying a change. Bars need every row.
@@ -349,6 +400,34 @@ async function main() {
       }
     }
 
+    // The bars between two configurations, each group's targets in turn on one machine's minute.
+    const named = (name: string) => targets.find((t) => t.name === name);
+    const turnShares: TurnShare[] = [];
+    for (const group of TURN_GROUPS) {
+      const members = group.members.flatMap((name) => named(name) ?? []);
+      const pairs = group.pairs.filter((pair) => pair.every((name) => named(name) !== undefined));
+      if (pairs.length === 0) continue; // a partial run (BENCH_ONLY) without this group's rows
+      // Each round of a PostgreSQL group starts from a vacuumed database, as each of its cells did.
+      const beforeRound = members.some((t) => onPgStore.has(t.server))
+        ? () => vacuumBenchDatabase(database.url)
+        : undefined;
+      await beforeRound?.();
+      for (const target of members) await load(target, TURN_CONNECTIONS, WARMUP);
+      const readings = await measureInTurn(members, {
+        rounds: TURN_ROUNDS,
+        seconds: TURN_SECONDS,
+        connections: TURN_CONNECTIONS,
+        ...(beforeRound && { beforeRound }),
+      });
+      for (const [target, reference] of pairs) {
+        const shares = sharesOf(readings.get(target) as Reading[], readings.get(reference) as Reading[]);
+        turnShares.push({ target, reference, ...shares });
+        process.stderr.write(
+          `in turn  ${target} ${shares.rps.toFixed(0)} req/s ${shares.cpu.toFixed(0)} CPU µs/req: ${shares.rpsShare.toFixed(2)}× ${reference} (${shares.rpsShareRange.map((v) => v.toFixed(2)).join('–')})\n`,
+        );
+      }
+    }
+
     // The 100 ms upstream: throughput, latency and the resident set per request in flight (the
     // highest RSS sampled during the cell, less the RSS before it, over the concurrency).
     for (const concurrency of SLOW_CONCURRENCY) {
@@ -377,7 +456,7 @@ async function main() {
     const leakErrors = await loadCount(rest, 64, LEAK_REQUESTS);
     const rssAfter = gateway.rss();
 
-    const report = buildReport(measurements, {
+    const report = buildReport(measurements, turnShares, {
       rssBefore,
       rssAfter,
       requests: LEAK_REQUESTS,
@@ -404,6 +483,7 @@ async function main() {
 
 function buildReport(
   measurements: Measurement[],
+  turnShares: TurnShare[],
   memory: { rssBefore: number; rssAfter: number; requests: number; warmupRequests: number; errors: number },
 ) {
   const at = (target: string, c: number) =>
@@ -420,11 +500,19 @@ function buildReport(
   const ratio = (t: string, c: number) =>
     rows.find((r) => r.target === t && r.concurrency === c) as (typeof rows)[number];
   const rssGrowthMb = (memory.rssAfter - memory.rssBefore) / 2 ** 20;
-  /** Every door is held to 0.9× REST's throughput at c=64 on the same gateway. */
-  const doorVsRest = (door: string) => {
-    const value = ratio(door, 64).rps / ratio('gateway REST', 64).rps;
-    return { value, bar: '≥ 0.9', met: value >= 0.9 };
+  /** A bar between two configurations: `target`'s req/s over `reference`'s, taken in turn at c=64. */
+  const shareBar = (target: string, reference: string, least: number) => {
+    const taken = turnShares.find((s) => s.target === target && s.reference === reference);
+    if (taken === undefined) throw new Error(`no share of ${target} to ${reference} was taken in turn`);
+    return {
+      value: taken.rpsShare,
+      range: taken.rpsShareRange,
+      bar: `≥ ${least}`,
+      met: taken.rpsShare >= least,
+    };
   };
+  /** Every door is held to 0.9× REST's throughput at c=64 on the same gateway. */
+  const doorVsRest = (door: string) => shareBar(door, 'gateway REST', 0.9);
   const targets = {
     restThroughputAt64: {
       value: ratio('gateway REST', 64).throughputRatio,
@@ -474,41 +562,16 @@ function buildReport(
     openAiVsRestAt64: doorVsRest('gateway OpenAI door'),
     geminiVsRestAt64: doorVsRest('gateway Gemini door'),
     mcpVsRestAt64: doorVsRest('gateway MCP decide'),
-    tracedVsRestAt64: {
-      value: ratio('gateway REST traced', 64).rps / ratio('gateway REST', 64).rps,
-      bar: '≥ 0.7',
-      met: ratio('gateway REST traced', 64).rps / ratio('gateway REST', 64).rps >= 0.7,
-    },
-    sampledVsRestAt64: {
-      value: ratio('gateway REST sampled 10%', 64).rps / ratio('gateway REST', 64).rps,
-      bar: '≥ 0.95',
-      met: ratio('gateway REST sampled 10%', 64).rps / ratio('gateway REST', 64).rps >= 0.95,
-    },
-    postgresVsSqliteAt64: {
-      value: ratio('gateway PG+Redis', 64).rps / ratio('gateway REST', 64).rps,
-      bar: '≥ 0.7',
-      met: ratio('gateway PG+Redis', 64).rps / ratio('gateway REST', 64).rps >= 0.7,
-    },
-    postgresVsSqliteSpreadAt64: {
-      value:
-        ratio(`gateway PG+Redis ${SPREAD_KEYS} keys`, 64).rps /
-        ratio(`gateway REST ${SPREAD_KEYS} keys`, 64).rps,
-      bar: '≥ 0.7',
-      met:
-        ratio(`gateway PG+Redis ${SPREAD_KEYS} keys`, 64).rps /
-          ratio(`gateway REST ${SPREAD_KEYS} keys`, 64).rps >=
-        0.7,
-    },
-    budgetsVsRestAt64: {
-      value: ratio('gateway REST 3 budgets', 64).rps / ratio('gateway REST', 64).rps,
-      bar: '≥ 0.9',
-      met: ratio('gateway REST 3 budgets', 64).rps / ratio('gateway REST', 64).rps >= 0.9,
-    },
-    postgresBudgetsAt64: {
-      value: ratio('gateway PG+Redis 3 budgets', 64).rps / ratio('gateway PG+Redis', 64).rps,
-      bar: '≥ 0.9',
-      met: ratio('gateway PG+Redis 3 budgets', 64).rps / ratio('gateway PG+Redis', 64).rps >= 0.9,
-    },
+    tracedVsRestAt64: shareBar('gateway REST traced', 'gateway REST', 0.7),
+    sampledVsRestAt64: shareBar('gateway REST sampled 10%', 'gateway REST', 0.95),
+    postgresVsSqliteAt64: shareBar('gateway PG+Redis', 'gateway REST', 0.7),
+    postgresVsSqliteSpreadAt64: shareBar(
+      `gateway PG+Redis ${SPREAD_KEYS} keys`,
+      `gateway REST ${SPREAD_KEYS} keys`,
+      0.7,
+    ),
+    budgetsVsRestAt64: shareBar('gateway REST 3 budgets', 'gateway REST', 0.9),
+    postgresBudgetsAt64: shareBar('gateway PG+Redis 3 budgets', 'gateway PG+Redis', 0.9),
     postgresAddedP50At1Ms: {
       value: ratio('gateway PG+Redis', 1).p50 - ratio('gateway REST', 1).p50,
       bar: '≤ 1.5 ms',
@@ -521,9 +584,6 @@ function buildReport(
     storeRelayVsBaselineAt64: ratio('relay + store', 64).throughputRatio,
     restVsStoreRelayAt64: ratio('gateway REST', 64).rps / ratio('relay + store', 64).rps,
     twoInstancesVsOneAt64: ratio('gateway PG+Redis ×2', 64).rps / ratio('gateway PG+Redis', 64).rps,
-    mcpVsRestAt64: ratio('gateway MCP decide', 64).rps / ratio('gateway REST', 64).rps,
-    mcpCpuUsAt64: ratio('gateway MCP decide', 64).cpuUsPerRequest,
-    restCpuUsAt64: ratio('gateway REST', 64).cpuUsPerRequest,
   };
   return {
     date: new Date().toISOString(),
@@ -536,6 +596,7 @@ function buildReport(
     durationSeconds: DURATION,
     warmupSeconds: WARMUP,
     rows,
+    inTurn: { rounds: TURN_ROUNDS, seconds: TURN_SECONDS, connections: TURN_CONNECTIONS, shares: turnShares },
     memory: { ...memory, rssGrowthMb },
     targets,
     floors,
@@ -574,6 +635,15 @@ function renderTable(report: Report): string {
     '',
     `RSS of the REST gateway: ${(report.memory.rssBefore / 2 ** 20).toFixed(1)} MB before (after a warm-up of ${report.memory.warmupRequests.toLocaleString('en')} requests) and ${(report.memory.rssAfter / 2 ** 20).toFixed(1)} MB after ${report.memory.requests.toLocaleString('en')} more (c=64) (${report.memory.rssGrowthMb >= 0 ? '+' : ''}${report.memory.rssGrowthMb.toFixed(1)} MB).`,
     '',
+    `In turn: the rows each bar between two configurations holds together (a door or a key's budgets to REST, tracing to none, PostgreSQL + Redis to SQLite), measured again at c=${report.inTurn.connections} in ${report.inTurn.rounds} rounds of ${report.inTurn.seconds} s, each group's rows one after another and every round starting with the next row; a share is a row's req/s over its reference's in the same round, the median over rounds (their lowest and highest in brackets). The cells above were measured a minute or more apart, which on a shared machine can move two rows apart by more than what one costs beside the other ([reading the bars](#reading-the-bars)).`,
+    '',
+    '| in turn, c=64 | req/s | CPU µs/req | × reference req/s | × reference CPU µs | reference |',
+    '| --- | ---: | ---: | ---: | ---: | --- |',
+    ...report.inTurn.shares.map(
+      (s) =>
+        `| ${s.target} | ${s.rps.toFixed(0)} | ${s.cpu.toFixed(0)} | ${s.rpsShare.toFixed(2)} (${s.rpsShareRange.map((v) => v.toFixed(2)).join('–')}) | ${s.cpuShare.toFixed(2)} | ${s.reference} |`,
+    ),
+    '',
     '| bar | measured | target | met |',
     '| --- | ---: | --- | --- |',
     `| REST throughput vs baseline, c=64 | ${report.targets.restThroughputAt64.value.toFixed(2)}× | ${report.targets.restThroughputAt64.bar} | ${yes(report.targets.restThroughputAt64.met)} |`,
@@ -584,22 +654,22 @@ function renderTable(report: Report): string {
     `| added p99, c=1 | ${report.targets.addedP99At1Ms.value.toFixed(2)} ms | ${report.targets.addedP99At1Ms.bar} | ${yes(report.targets.addedP99At1Ms.met)} |`,
     `| added p99, c=64 | ${report.targets.addedP99At64Ms.value.toFixed(1)} ms | ${report.targets.addedP99At64Ms.bar} | ${yes(report.targets.addedP99At64Ms.met)} |`,
     `| RSS growth over ${report.memory.requests.toLocaleString('en')} requests | ${report.targets.rssGrowthMb.value.toFixed(1)} MB | ${report.targets.rssGrowthMb.bar} | ${yes(report.targets.rssGrowthMb.met)} |`,
-    `| tRPC vs REST throughput, c=64 | ${report.targets.trpcVsRestAt64.value.toFixed(2)}× | ${report.targets.trpcVsRestAt64.bar} | ${yes(report.targets.trpcVsRestAt64.met)} |`,
-    `| /native vs REST throughput, c=64 | ${report.targets.nativeVsRestAt64.value.toFixed(2)}× | ${report.targets.nativeVsRestAt64.bar} | ${yes(report.targets.nativeVsRestAt64.met)} |`,
-    `| OpenAI door vs REST throughput (the same 3 questions), c=64 | ${report.targets.openAiVsRestAt64.value.toFixed(2)}× | ${report.targets.openAiVsRestAt64.bar} | ${yes(report.targets.openAiVsRestAt64.met)} |`,
-    `| Gemini door vs REST throughput (the same 3 questions), c=64 | ${report.targets.geminiVsRestAt64.value.toFixed(2)}× | ${report.targets.geminiVsRestAt64.bar} | ${yes(report.targets.geminiVsRestAt64.met)} |`,
-    `| MCP decide vs REST throughput (the same 3 questions), c=64 | ${report.targets.mcpVsRestAt64.value.toFixed(2)}× | ${report.targets.mcpVsRestAt64.bar} | ${yes(report.targets.mcpVsRestAt64.met)} |`,
-    `| REST traced (every request, OTLP/protobuf) vs untraced throughput, c=64 | ${report.targets.tracedVsRestAt64.value.toFixed(2)}× | ${report.targets.tracedVsRestAt64.bar} | ${yes(report.targets.tracedVsRestAt64.met)} |`,
-    `| REST traced at 10% (parentbased_traceidratio 0.1) vs untraced throughput, c=64 | ${report.targets.sampledVsRestAt64.value.toFixed(2)}× | ${report.targets.sampledVsRestAt64.bar} | ${yes(report.targets.sampledVsRestAt64.met)} |`,
-    `| REST with three hard budgets on the key vs without, SQLite, c=64 | ${report.targets.budgetsVsRestAt64.value.toFixed(2)}× | ${report.targets.budgetsVsRestAt64.bar} | ${yes(report.targets.budgetsVsRestAt64.met)} |`,
-    `| REST with three hard budgets on the key vs without, PostgreSQL + Redis, c=64 | ${report.targets.postgresBudgetsAt64.value.toFixed(2)}× | ${report.targets.postgresBudgetsAt64.bar} | ${yes(report.targets.postgresBudgetsAt64.met)} |`,
-    `| PostgreSQL + Redis vs SQLite throughput, one key, c=64 | ${report.targets.postgresVsSqliteAt64.value.toFixed(2)}× | ${report.targets.postgresVsSqliteAt64.bar} | ${yes(report.targets.postgresVsSqliteAt64.met)} |`,
-    `| PostgreSQL + Redis vs SQLite throughput, ${SPREAD_KEYS} keys, c=64 | ${report.targets.postgresVsSqliteSpreadAt64.value.toFixed(2)}× | ${report.targets.postgresVsSqliteSpreadAt64.bar} | ${yes(report.targets.postgresVsSqliteSpreadAt64.met)} |`,
+    `| tRPC vs REST throughput, c=64 | ${shareOf(report.targets.trpcVsRestAt64)} | ${report.targets.trpcVsRestAt64.bar} | ${yes(report.targets.trpcVsRestAt64.met)} |`,
+    `| /native vs REST throughput, c=64 | ${shareOf(report.targets.nativeVsRestAt64)} | ${report.targets.nativeVsRestAt64.bar} | ${yes(report.targets.nativeVsRestAt64.met)} |`,
+    `| OpenAI door vs REST throughput (the same 3 questions), c=64 | ${shareOf(report.targets.openAiVsRestAt64)} | ${report.targets.openAiVsRestAt64.bar} | ${yes(report.targets.openAiVsRestAt64.met)} |`,
+    `| Gemini door vs REST throughput (the same 3 questions), c=64 | ${shareOf(report.targets.geminiVsRestAt64)} | ${report.targets.geminiVsRestAt64.bar} | ${yes(report.targets.geminiVsRestAt64.met)} |`,
+    `| MCP decide vs REST throughput (the same 3 questions), c=64 | ${shareOf(report.targets.mcpVsRestAt64)} | ${report.targets.mcpVsRestAt64.bar} | ${yes(report.targets.mcpVsRestAt64.met)} |`,
+    `| REST traced (every request, OTLP/protobuf) vs untraced throughput, c=64 | ${shareOf(report.targets.tracedVsRestAt64)} | ${report.targets.tracedVsRestAt64.bar} | ${yes(report.targets.tracedVsRestAt64.met)} |`,
+    `| REST traced at 10% (parentbased_traceidratio 0.1) vs untraced throughput, c=64 | ${shareOf(report.targets.sampledVsRestAt64)} | ${report.targets.sampledVsRestAt64.bar} | ${yes(report.targets.sampledVsRestAt64.met)} |`,
+    `| REST with three hard budgets on the key vs without, SQLite, c=64 | ${shareOf(report.targets.budgetsVsRestAt64)} | ${report.targets.budgetsVsRestAt64.bar} | ${yes(report.targets.budgetsVsRestAt64.met)} |`,
+    `| REST with three hard budgets on the key vs without, PostgreSQL + Redis, c=64 | ${shareOf(report.targets.postgresBudgetsAt64)} | ${report.targets.postgresBudgetsAt64.bar} | ${yes(report.targets.postgresBudgetsAt64.met)} |`,
+    `| PostgreSQL + Redis vs SQLite throughput, one key, c=64 | ${shareOf(report.targets.postgresVsSqliteAt64)} | ${report.targets.postgresVsSqliteAt64.bar} | ${yes(report.targets.postgresVsSqliteAt64.met)} |`,
+    `| PostgreSQL + Redis vs SQLite throughput, ${SPREAD_KEYS} keys, c=64 | ${shareOf(report.targets.postgresVsSqliteSpreadAt64)} | ${report.targets.postgresVsSqliteSpreadAt64.bar} | ${yes(report.targets.postgresVsSqliteSpreadAt64.met)} |`,
     `| PostgreSQL + Redis added p50 over SQLite, c=1 | ${report.targets.postgresAddedP50At1Ms.value.toFixed(2)} ms | ${report.targets.postgresAddedP50At1Ms.bar} | ${yes(report.targets.postgresAddedP50At1Ms.met)} |`,
     '',
     `The relay doing only the storage work every request requires per request (key lookup, reservation, settlement with a usage record, through the gateway's Store) reaches ${report.floors.storeRelayVsBaselineAt64.toFixed(2)}× the bare relay at c=64; the gateway REST path reaches ${report.floors.restVsStoreRelayAt64.toFixed(2)}× of that.`,
     '',
-    `"gateway MCP decide" is the same decision as a \`decide\` tool call in one MCP session of the REST gateway: ${report.floors.mcpVsRestAt64.toFixed(2)}× REST's throughput at c=64, ${report.floors.mcpCpuUsAt64.toFixed(0)} CPU µs per request against REST's ${report.floors.restCpuUsAt64.toFixed(0)} (the JSON-RPC envelope and its checks, the decision measured as JSON for its reservation, the answer written out twice, as text and as structured content: see the MCP door below).`,
+    `"gateway MCP decide" is the same decision as a \`decide\` tool call in one MCP session of the REST gateway (the JSON-RPC envelope and its checks, the decision measured as JSON for its reservation, the answer written out twice, as text and as structured content: see [the MCP door](#the-mcp-door)).`,
     '',
     slowResponsesLine(report),
     '',
@@ -609,5 +679,8 @@ function renderTable(report: Report): string {
 }
 
 const yes = (met: boolean) => (met ? 'yes' : '**no**');
+/** A bar read in turn: its median share, and the rounds' lowest and highest. */
+const shareOf = (bar: { value: number; range: [number, number] }) =>
+  `${bar.value.toFixed(2)}× (${bar.range.map((v) => v.toFixed(2)).join('–')})`;
 
 await main();
