@@ -85,6 +85,13 @@ describe('after kill -9 with requests in flight', () => {
       void post(first.url, '/v1/systemone', sampleRequest(), bearer(key)).catch(() => {});
     while (standIn.seen.length < 8) await sleep(20);
     await killHard(first.running);
+    // The dead holds were made over a stretch of the first gateway's time, longer on a busy machine:
+    // each goes stale that long after the oldest. Read from the file it left (epoch ms).
+    const left = new Database(join(cwd, 'gateway.db'));
+    const made = left.prepare('SELECT created_at FROM reservations').pluck().all() as number[];
+    left.close();
+    expect(made).toHaveLength(8);
+    const spreadMs = Math.max(...made) - Math.min(...made);
 
     standIn.setHandler((req, res) => json(res, 200, nativeAnswer(req)));
     const second = await gateway(cwd, {
@@ -104,6 +111,9 @@ describe('after kill -9 with requests in flight', () => {
       const probe = await post(second.url, '/v1/systemone', sampleRequest(), bearer(key));
       if (probe.status === 200) {
         expect(probe.body.data.creditsUsed).toBe(0.412);
+        // This probe's reserve came once the oldest hold was stale: the newest is by `spreadMs` later.
+        const allStale = Date.now() + spreadMs + 1;
+        while (Date.now() < allStale) await sleep(Math.min(250, allStale - Date.now()));
         break;
       }
       expect(probe.body.code).toBe(40200);
