@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Pool } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { killHard, listeningAddress, startGatewayProcess } from './gateway-process.ts';
+import { type GatewayProcess, killHard, listeningAddress, startGatewayProcess } from './gateway-process.ts';
 import { ADMIN_TOKEN, bearer, get, post, sampleRequest, sleep } from './harness.ts';
 import { json, nativeAnswer, startStandIn } from './stand-in-upstream.ts';
 
@@ -340,6 +340,151 @@ describe('answers below the router', () => {
   );
 });
 
+/**
+ * A raw TCP connection that may be refused: `connected` says whether the kernel accepted it (as it
+ * does into the listener's queue while the gateway itself is paused), `error` how it ended if not cleanly.
+ */
+async function dial(url: string) {
+  const { hostname, port } = new URL(url);
+  const socket: Socket = connect(Number(port), hostname);
+  cleanups.push(() => void socket.destroy());
+  let received = '';
+  let error: string | undefined;
+  let ended = false;
+  socket.on('data', (chunk) => {
+    received += chunk.toString('utf8');
+  });
+  socket.on('end', () => {
+    ended = true;
+  });
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const connected = await new Promise<boolean>((resolve) => {
+    socket.once('connect', () => resolve(true));
+    socket.once('error', (failed: NodeJS.ErrnoException) => {
+      error = failed.code ?? failed.message;
+      resolve(false);
+    });
+  });
+  return {
+    socket,
+    connected,
+    closed,
+    received: () => received,
+    /** The gateway closed its side (FIN). */
+    ended: () => ended,
+    /** The reset or refusal that ended the connection, if any. */
+    error: () => error,
+    clear() {
+      received = '';
+    },
+  };
+}
+
+function restRequest(key: string): string {
+  const body = JSON.stringify(sampleRequest());
+  return `POST /v1/systemone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+/** Whether `text` holds a whole HTTP answer (its headers and as many bytes of body as they announce). */
+function wholeAnswer(text: string): boolean {
+  const end = text.indexOf('\r\n\r\n');
+  if (end < 0) return false;
+  const length = /content-length: (\d+)/i.exec(text.slice(0, end));
+  return length !== null && Buffer.byteLength(text.slice(end + 4)) >= Number(length[1]);
+}
+
+async function waitFor(done: () => boolean, what: string) {
+  for (let waited = 0; !done(); waited += 20) {
+    if (waited > 30_000) throw new Error(`waited 30 s for ${what}`);
+    await sleep(20);
+  }
+}
+
+const drainBegun = (running: GatewayProcess) =>
+  waitFor(() => running.logs().some((l) => String(l.msg).startsWith('draining')), 'the drain to begin');
+
+// A busy machine can pause a process for longer than the drain's own waits (its quiet period
+// before the listener closes, its grace for idle connections). SIGSTOP and SIGCONT pause the
+// gateway for real: whatever clients sent meanwhile must still be answered when it resumes.
+describe('a drain paused by a busy machine', () => {
+  it('answers 503, never a reset, to connections the kernel queued while the gateway was paused and still listening', async () => {
+    for (let round = 1; ; round++) {
+      const { running, url } = await gateway(workdir(), {
+        RATE_LIMIT_PER_MINUTE: '0',
+        SHUTDOWN_TIMEOUT_MS: '10000',
+      });
+      const { key } = await createKey(url, null);
+      running.child.kill('SIGTERM');
+      await drainBegun(running);
+      // A connection now keeps the draining gateway listening a little longer (well past 50 ms);
+      // paused then, back waiting for events, it still listens, and the kernel queues what comes
+      // next for it to accept on resuming.
+      await dial(url);
+      await sleep(50);
+      running.child.kill('SIGSTOP');
+      await sleep(20); // a turn or two of this process's loop, for the stop to take hold
+      const queued = await Promise.all(Array.from({ length: 8 }, () => dial(url)));
+      if (queued.some((connection) => !connection.connected)) {
+        // The listener had closed before the pause took hold: this round proves nothing.
+        running.child.kill('SIGCONT');
+        expect(await running.exited).toBe(0);
+        if (round === 5) throw new Error('in 5 rounds the gateway never paused while still listening');
+        continue;
+      }
+      for (const connection of queued) connection.socket.write(restRequest(key));
+      // Paused for longer than the drain waits for a quiet moment before it stops listening.
+      await sleep(1_000);
+      running.child.kill('SIGCONT');
+      await Promise.all(queued.map((connection) => connection.closed));
+      expect(queued.map((c) => c.error() ?? parseRaw(c.received()).status)).toEqual(Array(8).fill(503));
+      expect(await running.exited).toBe(0);
+      return;
+    }
+  }, 60_000);
+
+  it("answers 503, never a reset, to a request that reached an idle keep-alive connection while the paused gateway's idle grace ran out", async () => {
+    for (let round = 1; ; round++) {
+      const { running, url } = await gateway(workdir(), {
+        RATE_LIMIT_PER_MINUTE: '0',
+        SHUTDOWN_TIMEOUT_MS: '10000',
+      });
+      const { key } = await createKey(url, null);
+      const idle = await dial(url);
+      idle.socket.write(restRequest(key));
+      await waitFor(() => wholeAnswer(idle.received()), 'the first answer');
+      expect(parseRaw(idle.received()).status).toBe(200);
+      idle.clear();
+      // Idle for longer than the drain's quiet period, so the listener closes as the drain begins
+      // and the idle connections' grace (a second) starts at once.
+      await sleep(500);
+      running.child.kill('SIGTERM');
+      await drainBegun(running);
+      running.child.kill('SIGSTOP');
+      // A turn or two of this process's loop: the stop takes hold, and a close the gateway sent
+      // just before it is heard.
+      await sleep(20);
+      if (idle.ended()) {
+        // The grace had run out before the pause took hold: this round proves nothing.
+        running.child.kill('SIGCONT');
+        expect(await running.exited).toBe(0);
+        if (round === 5) throw new Error('in 5 rounds the gateway never paused within its idle grace');
+        continue;
+      }
+      idle.socket.write(restRequest(key));
+      // Paused past the end of the grace, with the request waiting unread on the connection.
+      await sleep(1_500);
+      running.child.kill('SIGCONT');
+      await idle.closed;
+      expect(idle.error()).toBeUndefined();
+      const answer = parseRaw(idle.received());
+      expect(answer.status).toBe(503);
+      expect(answer.body).toMatchObject({ code: 50300 });
+      expect(await running.exited).toBe(0);
+      return;
+    }
+  }, 60_000);
+});
+
 describe('a drain under keep-alive load', () => {
   it('answers every request fully sent on an open connection (served or 503), with no reset, at c=64', async () => {
     const cwd = workdir();
@@ -427,10 +572,7 @@ describe('a drain under keep-alive load', () => {
     });
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
     running.child.kill('SIGTERM');
-    for (let waited = 0; !running.logs().some((l) => String(l.msg).startsWith('draining')); waited += 20) {
-      if (waited > 30_000) throw new Error('the gateway never began its drain');
-      await sleep(20);
-    }
+    await drainBegun(running);
     // Not reading until the body is all sent: a gateway that closed at once, its 503 written and
     // the body still arriving, would reset the connection, and a reset drops what the client had
     // received but not read.

@@ -190,7 +190,17 @@ export function createConnections(options: ConnectionOptions) {
   };
 }
 
+/**
+ * Waits until `done()` or `timeoutMs`, judging every 20 ms, each time just after the event loop has
+ * polled for I/O. A timer that fires after the process was paused (a busy machine can stop it for
+ * longer than these waits) runs before the loop reads what arrived meanwhile; judged there, the
+ * drain would close the listener on connections waiting to be accepted, or an idle connection on
+ * the request it has just brought, and both would be reset. `setImmediate` runs after that poll.
+ */
 async function until(done: () => boolean, timeoutMs: number): Promise<void> {
   const end = Date.now() + timeoutMs;
-  while (!done() && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20));
+  while (!done() && Date.now() < end) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setImmediate(resolve));
+  }
 }
