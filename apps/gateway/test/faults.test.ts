@@ -182,6 +182,17 @@ describe('SIGTERM with clients that never finish', () => {
     }
     expect(running.logs().some((l) => String(l.msg).startsWith('shutdown timeout'))).toBe(true);
   });
+
+  it("closes a connection that never sent a byte (a preconnect, a balancer's TCP check) after the idle grace, not at SHUTDOWN_TIMEOUT_MS", async () => {
+    const { running, url } = await gateway(workdir(), { SHUTDOWN_TIMEOUT_MS: '20000' });
+    const silent = await rawSocket(url);
+    running.child.kill('SIGTERM');
+    await silent.closed;
+    expect(silent.received()).toBe('');
+    expect(await running.exited).toBe(0);
+    // The drain needed no force: with the connection held to the timeout, it would have.
+    expect(running.logs().some((l) => String(l.msg).startsWith('shutdown timeout'))).toBe(false);
+  }, 60_000);
 });
 
 describe('REQUEST_TIMEOUT_MS', () => {

@@ -175,6 +175,9 @@ export function createConnections(options: ConnectionOptions) {
       if (server.listening) Server.prototype.close.call(server);
       await until(() => open.size === 0, Math.min(IDLE_GRACE_MS, options.shutdownTimeoutMs));
       server.closeIdleConnections();
+      // Node's leaves out connections that never brought a byte (a preconnect, a balancer's TCP
+      // check), which would hold the drain to its timeout; nothing is on its way over them.
+      for (const socket of open) if (socket.bytesRead === 0) socket.destroy();
       await until(() => open.size === 0, Math.max(0, deadline - Date.now()));
       if (open.size === 0) return false;
       options.logger.warn(
