@@ -414,17 +414,34 @@ async function waitFor(done: () => boolean, what: string) {
 const drainBegun = (running: GatewayProcess) =>
   waitFor(() => running.logs().some((l) => String(l.msg).startsWith('draining')), 'the drain to begin');
 
+/**
+ * Runs `round` on a fresh draining-ready gateway until a round finds its premise held (it returns
+ * true once it has checked what it came for), at most 5 times; a round whose premise failed
+ * returns false, and its gateway is resumed and must still exit 0.
+ */
+async function roundsUntil(
+  premise: string,
+  round: (gw: { running: GatewayProcess; url: string; key: string }) => Promise<boolean>,
+) {
+  for (let tries = 0; tries < 5; tries++) {
+    const { running, url } = await gateway(workdir(), {
+      RATE_LIMIT_PER_MINUTE: '0',
+      SHUTDOWN_TIMEOUT_MS: '10000',
+    });
+    const { key } = await createKey(url, null);
+    if (await round({ running, url, key })) return;
+    running.child.kill('SIGCONT');
+    expect(await running.exited).toBe(0);
+  }
+  throw new Error(`in 5 rounds, never ${premise}`);
+}
+
 // A busy machine can pause a process for longer than the drain's own waits (its quiet period
 // before the listener closes, its grace for idle connections). SIGSTOP and SIGCONT pause the
 // gateway for real: whatever clients sent meanwhile must still be answered when it resumes.
 describe('a drain paused by a busy machine', () => {
   it('answers 503, never a reset, to connections the kernel queued while the gateway was paused and still listening', async () => {
-    for (let round = 1; ; round++) {
-      const { running, url } = await gateway(workdir(), {
-        RATE_LIMIT_PER_MINUTE: '0',
-        SHUTDOWN_TIMEOUT_MS: '10000',
-      });
-      const { key } = await createKey(url, null);
+    await roundsUntil('paused while still listening', async ({ running, url, key }) => {
       running.child.kill('SIGTERM');
       await drainBegun(running);
       // A connection now keeps the draining gateway listening a little longer (well past 50 ms);
@@ -435,13 +452,8 @@ describe('a drain paused by a busy machine', () => {
       running.child.kill('SIGSTOP');
       await sleep(20); // a turn or two of this process's loop, for the stop to take hold
       const queued = await Promise.all(Array.from({ length: 8 }, () => dial(url)));
-      if (queued.some((connection) => !connection.connected)) {
-        // The listener had closed before the pause took hold: this round proves nothing.
-        running.child.kill('SIGCONT');
-        expect(await running.exited).toBe(0);
-        if (round === 5) throw new Error('in 5 rounds the gateway never paused while still listening');
-        continue;
-      }
+      // The listener had closed before the pause took hold: this round proves nothing.
+      if (queued.some((connection) => !connection.connected)) return false;
       for (const connection of queued) connection.socket.write(restRequest(key));
       // Paused for longer than the drain waits for a quiet moment before it stops listening.
       await sleep(1_000);
@@ -449,17 +461,12 @@ describe('a drain paused by a busy machine', () => {
       await Promise.all(queued.map((connection) => connection.closed));
       expect(queued.map((c) => c.error() ?? parseRaw(c.received()).status)).toEqual(Array(8).fill(503));
       expect(await running.exited).toBe(0);
-      return;
-    }
+      return true;
+    });
   }, 60_000);
 
   it("answers 503, never a reset, to a request that reached an idle keep-alive connection while the paused gateway's idle grace ran out", async () => {
-    for (let round = 1; ; round++) {
-      const { running, url } = await gateway(workdir(), {
-        RATE_LIMIT_PER_MINUTE: '0',
-        SHUTDOWN_TIMEOUT_MS: '10000',
-      });
-      const { key } = await createKey(url, null);
+    await roundsUntil('paused within the idle grace', async ({ running, url, key }) => {
       const idle = await dial(url);
       idle.socket.write(restRequest(key));
       await waitFor(() => wholeAnswer(idle.received()), 'the first answer');
@@ -474,13 +481,8 @@ describe('a drain paused by a busy machine', () => {
       // A turn or two of this process's loop: the stop takes hold, and a close the gateway sent
       // just before it is heard.
       await sleep(20);
-      if (idle.ended()) {
-        // The grace had run out before the pause took hold: this round proves nothing.
-        running.child.kill('SIGCONT');
-        expect(await running.exited).toBe(0);
-        if (round === 5) throw new Error('in 5 rounds the gateway never paused within its idle grace');
-        continue;
-      }
+      // The grace had run out before the pause took hold: this round proves nothing.
+      if (idle.ended()) return false;
       idle.socket.write(restRequest(key));
       // Paused past the end of the grace, with the request waiting unread on the connection.
       await sleep(1_500);
@@ -491,8 +493,8 @@ describe('a drain paused by a busy machine', () => {
       expect(answer.status).toBe(503);
       expect(answer.body).toMatchObject({ code: 50300 });
       expect(await running.exited).toBe(0);
-      return;
-    }
+      return true;
+    });
   }, 60_000);
 });
 
