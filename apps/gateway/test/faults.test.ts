@@ -43,17 +43,70 @@ async function createKey(url: string, credits: number | null) {
 
 /** A raw TCP connection to the gateway, to send exactly (and only) what a test wants. */
 async function rawSocket(url: string) {
+  const connection = await dial(url);
+  if (!connection.connected) throw new Error(`could not connect: ${connection.error()}`);
+  return connection;
+}
+
+/**
+ * A raw TCP connection that may be refused: `connected` says whether the kernel accepted it (as it
+ * does into the listener's queue while the gateway itself is paused), `error` how it ended if not cleanly.
+ */
+async function dial(url: string) {
   const { hostname, port } = new URL(url);
   const socket: Socket = connect(Number(port), hostname);
+  cleanups.push(() => void socket.destroy());
   let received = '';
+  let error: string | undefined;
+  let ended = false;
   socket.on('data', (chunk) => {
     received += chunk.toString('utf8');
   });
-  socket.on('error', () => {});
+  socket.on('end', () => {
+    ended = true;
+  });
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-  cleanups.push(() => void socket.destroy());
-  return { socket, received: () => received, closed };
+  const connected = await new Promise<boolean>((resolve) => {
+    socket.once('connect', () => resolve(true));
+    // Every error kept (never thrown): a refusal before `connect`, a reset after it.
+    socket.on('error', (failed: NodeJS.ErrnoException) => {
+      error = failed.code ?? failed.message;
+      resolve(false);
+    });
+  });
+  return {
+    socket,
+    connected,
+    closed,
+    received: () => received,
+    /** The gateway closed its side (FIN). */
+    ended: () => ended,
+    /** The reset or refusal that ended the connection, if any. */
+    error: () => error,
+    clear() {
+      received = '';
+    },
+  };
+}
+
+function restRequest(key: string): string {
+  const body = JSON.stringify(sampleRequest());
+  return `POST /v1/systemone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+/** Whether `text` holds a whole HTTP answer (its headers and as many bytes of body as they announce). */
+function wholeAnswer(text: string): boolean {
+  const end = text.indexOf('\r\n\r\n');
+  if (end < 0) return false;
+  const length = /content-length: (\d+)/i.exec(text.slice(0, end));
+  return length !== null && Buffer.byteLength(text.slice(end + 4)) >= Number(length[1]);
+}
+
+async function waitFor(done: () => boolean, what: string) {
+  for (let waited = 0; !done(); waited += 20) {
+    if (waited > 30_000) throw new Error(`waited 30 s for ${what}`);
+    await sleep(20);
+  }
 }
 
 /** The JSON body of a raw HTTP response, and its status and headers. */
@@ -286,23 +339,13 @@ describe('answers below the router', () => {
     cleanups.push(standIn.close);
     const { running, url } = await gateway(cwd, { UPSTREAM: 'systemone', UPSTREAM_BASE_URL: standIn.url });
     const { id, key } = await createKey(url, 10);
-    const body = JSON.stringify(sampleRequest());
     const leaving = await rawSocket(url);
-    leaving.socket.write(
-      `POST /v1/systemone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
+    leaving.socket.write(restRequest(key));
     // Waited for, not timed: the whole body is in and the upstream asked; then the client leaves.
-    const until = async (done: () => boolean, what: string) => {
-      const deadline = Date.now() + 15_000;
-      while (!done()) {
-        if (Date.now() > deadline) throw new Error(what);
-        await sleep(20);
-      }
-    };
-    await until(() => answer !== undefined, 'the upstream was never asked');
+    await waitFor(() => answer !== undefined, 'the upstream to be asked');
     leaving.socket.destroy();
     const aborted = () => running.logs().filter((l) => l.msg === 'request aborted by the client');
-    await until(() => aborted().length > 0, 'the abort was never logged');
+    await waitFor(() => aborted().length > 0, 'the abort to be logged');
     expect(aborted()[0]).toMatchObject({ method: 'POST', path: '/v1/systemone' });
     let metrics = await fetch(`${url}/metrics`).then((r) => r.text());
     expect(metrics).toMatch(/dg_http_requests_in_flight 1\b/); // the scrape itself
@@ -350,66 +393,6 @@ describe('answers below the router', () => {
     },
   );
 });
-
-/**
- * A raw TCP connection that may be refused: `connected` says whether the kernel accepted it (as it
- * does into the listener's queue while the gateway itself is paused), `error` how it ended if not cleanly.
- */
-async function dial(url: string) {
-  const { hostname, port } = new URL(url);
-  const socket: Socket = connect(Number(port), hostname);
-  cleanups.push(() => void socket.destroy());
-  let received = '';
-  let error: string | undefined;
-  let ended = false;
-  socket.on('data', (chunk) => {
-    received += chunk.toString('utf8');
-  });
-  socket.on('end', () => {
-    ended = true;
-  });
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  const connected = await new Promise<boolean>((resolve) => {
-    socket.once('connect', () => resolve(true));
-    socket.once('error', (failed: NodeJS.ErrnoException) => {
-      error = failed.code ?? failed.message;
-      resolve(false);
-    });
-  });
-  return {
-    socket,
-    connected,
-    closed,
-    received: () => received,
-    /** The gateway closed its side (FIN). */
-    ended: () => ended,
-    /** The reset or refusal that ended the connection, if any. */
-    error: () => error,
-    clear() {
-      received = '';
-    },
-  };
-}
-
-function restRequest(key: string): string {
-  const body = JSON.stringify(sampleRequest());
-  return `POST /v1/systemone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-}
-
-/** Whether `text` holds a whole HTTP answer (its headers and as many bytes of body as they announce). */
-function wholeAnswer(text: string): boolean {
-  const end = text.indexOf('\r\n\r\n');
-  if (end < 0) return false;
-  const length = /content-length: (\d+)/i.exec(text.slice(0, end));
-  return length !== null && Buffer.byteLength(text.slice(end + 4)) >= Number(length[1]);
-}
-
-async function waitFor(done: () => boolean, what: string) {
-  for (let waited = 0; !done(); waited += 20) {
-    if (waited > 30_000) throw new Error(`waited 30 s for ${what}`);
-    await sleep(20);
-  }
-}
 
 const drainBegun = (running: GatewayProcess) =>
   waitFor(() => running.logs().some((l) => String(l.msg).startsWith('draining')), 'the drain to begin');
