@@ -253,6 +253,7 @@ export async function openGateway(config: Config, logger: Logger): Promise<Opene
   const upstreams = createUpstreamRegistry(config.gateway.upstreams, logger, {
     metrics,
     maxBodyBytes: config.upstreamMaxBodyBytes,
+    callThread: config.upstreamCallThread,
   });
   const upstreamStats: UpstreamStats = new Map();
   const routes = buildRoutes(config.gateway, upstreams, { logger, metrics, stats: upstreamStats });

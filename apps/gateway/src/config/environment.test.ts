@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './environment.ts';
 
@@ -19,6 +20,7 @@ describe('loadConfig', () => {
       requestTimeoutMs: 30_000,
       shutdownTimeoutMs: 30_000,
       mcp: { maxSessions: 1000 },
+      upstreamCallThread: 'when-busy',
     });
   });
 
@@ -119,11 +121,26 @@ describe('loadConfig', () => {
       'CREDITS_PER_1K_INPUT_TOKENS: must be a non-negative decimal number',
     ],
     ['MCP_MAX_SESSIONS', '0', 'MCP_MAX_SESSIONS: must be at least 1'],
+    ['UPSTREAM_CALL_THREAD', 'sometimes', 'UPSTREAM_CALL_THREAD: must be when-busy or off'],
     ['LOG_LEVEL', 'loud', 'LOG_LEVEL: must be fatal, error, warn, info, debug, trace or silent'],
   ])('names %s=%s', (name, value, problem) => {
     const loaded = loadConfig({ [name]: value });
     expect(loaded.ok).toBe(false);
     if (!loaded.ok) expect(loaded.problems.join('\n')).toContain(problem);
+  });
+
+  it('keeps every upstream call on the serving thread with UPSTREAM_CALL_THREAD=off, beside a configuration file too', () => {
+    const loaded = loadConfig({ UPSTREAM_CALL_THREAD: 'off' });
+    if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
+    expect(loaded.config.upstreamCallThread).toBe('never');
+    const withFile = loadConfig({
+      GATEWAY_CONFIG: fileURLToPath(new URL('../../../../examples/gateway.yaml', import.meta.url)),
+      UPSTREAM_CALL_THREAD: 'off',
+      UPSTREAM_MAX_BODY_BYTES: '2048',
+      TYPESAFE_API_KEY: 'ts-x',
+    });
+    if (!withFile.ok) throw new Error(withFile.problems.join('\n'));
+    expect(withFile.config).toMatchObject({ upstreamCallThread: 'never', upstreamMaxBodyBytes: 2048 });
   });
 
   describe('tracing (docs/tracing.md)', () => {

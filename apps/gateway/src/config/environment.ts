@@ -98,6 +98,10 @@ export const ConfigSchema = z
     UPSTREAM_MAX_RETRIES: integer(UPSTREAM_DEFAULTS.maxRetries, 0, 10),
     /** The largest upstream answer read; over it → 502 (docs/operating.md). Applies to every upstream. */
     UPSTREAM_MAX_BODY_BYTES: integer(1_048_576, 1024, 1_073_741_824),
+    /** Whether upstream calls may go to a thread of their own while the serving thread is busy (docs/operating.md). */
+    UPSTREAM_CALL_THREAD: z
+      .enum(['when-busy', 'off'], { error: 'must be when-busy or off' })
+      .default('when-busy'),
     /** openai: how many alternatives to ask for; OpenAI allows up to 20, vLLM its max_logprobs. */
     UPSTREAM_TOP_LOGPROBS: integer(DEFAULT_TOP_LOGPROBS, 2, 100),
     CREDITS_PER_1K_INPUT_TOKENS: rate(1),
@@ -198,6 +202,7 @@ export const ConfigSchema = z
     cache: { scope: env.CACHE_SCOPE, maxBytes: env.CACHE_MAX_BYTES },
     corsOrigins: env.CORS_ORIGINS,
     upstreamMaxBodyBytes: env.UPSTREAM_MAX_BODY_BYTES,
+    upstreamCallThread: env.UPSTREAM_CALL_THREAD === 'off' ? ('never' as const) : ('when-busy' as const),
     retention: {
       usageDays: env.USAGE_RETENTION_DAYS,
       decisionDays: env.DECISION_RETENTION_DAYS,
@@ -284,6 +289,9 @@ function databaseOf(url: string | undefined, poolSize: number, timeoutMs: number
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
 
+/** The UPSTREAM_* variables that apply to every upstream, so to those of GATEWAY_CONFIG too. */
+const FOR_EVERY_UPSTREAM = new Set(['UPSTREAM_MAX_BODY_BYTES', 'UPSTREAM_CALL_THREAD']);
+
 /** Environment (and the GATEWAY_CONFIG file) → configuration, or one line per problem naming it. */
 export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
   const known = Object.fromEntries(
@@ -307,7 +315,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ConfigResult {
   // The file defines the upstreams: the variables that would define one are a contradiction.
   const clashing = Object.keys(known).filter(
     (name) =>
-      ((name.startsWith('UPSTREAM') && name !== 'UPSTREAM_MAX_BODY_BYTES') || name === 'CACHE_TTL_SECONDS') &&
+      ((name.startsWith('UPSTREAM') && !FOR_EVERY_UPSTREAM.has(name)) || name === 'CACHE_TTL_SECONDS') &&
       known[name] !== undefined,
   );
   if (clashing.length > 0) {

@@ -1,6 +1,7 @@
 import type { Upstream } from '@decision-gateway/questions';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../metrics.ts';
+import type { CallPlace } from './call-thread.ts';
 import { createCircuitBreaker, withCircuitBreaker } from './circuit-breaker.ts';
 import { UPSTREAM_KINDS, type UpstreamConfig } from './kinds/index.ts';
 import type { UpstreamKind } from './kinds/kind.ts';
@@ -21,6 +22,8 @@ export interface UpstreamTuning {
   metrics?: GatewayMetrics;
   /** UPSTREAM_MAX_BODY_BYTES (default 1 MiB). */
   maxBodyBytes?: number;
+  /** UPSTREAM_CALL_THREAD: where the HTTP calls are made (`call-thread.ts`; default while busy). */
+  callThread?: CallPlace;
   /** The breaker's clock (tests move it on instead of waiting out a cool-down). */
   clock?: () => number;
 }
@@ -44,6 +47,7 @@ export function createUpstream(
         name,
         provider: config.kind,
         ...(tuning.maxBodyBytes !== undefined && { maxBodyBytes: tuning.maxBodyBytes }),
+        ...(tuning.callThread !== undefined && { callThread: tuning.callThread }),
         logger,
         ...(tuning.backoff && { backoff: tuning.backoff }),
         ...(metrics && { onRetry: () => metrics.upstreamRetries.inc({ upstream: name }) }),

@@ -9,7 +9,8 @@ import {
   traceIdsOf,
   type UpstreamIdentity,
 } from '../telemetry/spans.ts';
-import { type CallResult, httpCall } from './http-call.ts';
+import { type CallPlace, callThread, makeCall } from './call-thread.ts';
+import { type CallResult, POOL_OPTIONS } from './http-call.mjs';
 import { jsonBody } from './json-body.ts';
 import { nativeErrorReason } from './native-errors.ts';
 import {
@@ -45,6 +46,11 @@ export interface UpstreamHttpOptions {
   onRetry?: () => void;
   /** For a service that wraps every answer in an envelope of its own (Cloudflare's): how to open it. */
   envelope?: Envelope | undefined;
+  /**
+   * Where its HTTP calls are made: on the call thread while the serving thread is busy (the
+   * default, `call-thread.ts`), always there, or never.
+   */
+  callThread?: CallPlace;
 }
 
 /**
@@ -102,7 +108,9 @@ export type UpstreamHttp = ReturnType<typeof createUpstreamHttp>;
 export function createUpstreamHttp(options: UpstreamHttpOptions) {
   const base = new URL(options.baseUrl);
   const basePath = base.pathname.replace(/\/+$/, '');
-  const pool = new Pool(base.origin, { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000 });
+  const pool = new Pool(base.origin, POOL_OPTIONS);
+  const threadPool = callThread.newPool();
+  const place = options.callThread ?? 'when-busy';
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const maxBodyBytes = options.maxBodyBytes ?? 1_048_576;
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
@@ -132,7 +140,15 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
         headers: span?.headers ?? sent,
         body: payload,
       } as const;
-      const result = await httpCall(pool, request, maxBodyBytes, call.deadlineAt);
+      const result = await makeCall(
+        place,
+        pool,
+        threadPool,
+        base.origin,
+        request,
+        maxBodyBytes,
+        call.deadlineAt,
+      );
       const judged = judge(result);
       if (span) endSpan(span, result, judged.ending);
       if (!judged.retryable) return judged.ending;
@@ -265,6 +281,7 @@ export function createUpstreamHttp(options: UpstreamHttpOptions) {
     },
     /** After the gateway's drain nothing waits on the pool: a call still open was abandoned. */
     async close() {
+      callThread.close(threadPool);
       await pool.destroy();
     },
   };

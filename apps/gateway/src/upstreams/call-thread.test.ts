@@ -1,0 +1,115 @@
+import { createServer, type RequestListener } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Pool } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type CallPlace, CallThread, callThread, makeCall, servingThreadBusy } from './call-thread.ts';
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+async function serve(listener: RequestListener): Promise<string> {
+  const server = createServer(listener);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closers.push(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A pool that counts the calls made through it, on the serving thread. */
+function countingPool(origin: string) {
+  const pool = new Pool(origin);
+  closers.push(() => pool.destroy());
+  const made = { count: 0 };
+  const dispatch = pool.dispatch.bind(pool);
+  pool.dispatch = (options, handler) => {
+    made.count++;
+    return dispatch(options, handler);
+  };
+  return { pool, made };
+}
+
+const POST = { path: '/v1/x', method: 'POST', headers: {}, body: Buffer.from('{"q":1}') } as const;
+
+/** The serving thread's load, as the gate reads it: the next window starts now. */
+async function newWindow() {
+  await sleep(120);
+  servingThreadBusy();
+}
+
+describe('where an upstream call is made', () => {
+  // Twenty calls at once: the gate lets calls go over only with 16 or more under way.
+  const twentyCalls = (pool: Pool, origin: string, place: CallPlace = 'when-busy') => {
+    const threadPool = callThread.newPool();
+    closers.push(async () => callThread.close(threadPool));
+    return Promise.all(
+      Array.from({ length: 20 }, () =>
+        makeCall(place, pool, threadPool, origin, POST, 1024, Date.now() + 10_000),
+      ),
+    );
+  };
+
+  it('keeps every call on the serving thread while its event loop has room', async () => {
+    const origin = await serve((_req, res) => res.end('{"ok":true}'));
+    const { pool, made } = countingPool(origin);
+    await newWindow();
+    await sleep(120); // idle: the loop waits in the poll phase
+    const results = await twentyCalls(pool, origin);
+    expect(results.every((result) => result.kind === 'response' && result.text === '{"ok":true}')).toBe(true);
+    expect(made.count).toBe(20);
+  });
+
+  it('hands calls beyond the sixteenth under way to the call thread while the loop was busy', async () => {
+    const origin = await serve((_req, res) => res.end('{"ok":true}'));
+    const { pool, made } = countingPool(origin);
+    await newWindow();
+    const end = performance.now() + 150; // the loop busy for the whole window
+    while (performance.now() < end);
+    const results = await twentyCalls(pool, origin);
+    expect(results.every((result) => result.kind === 'response' && result.text === '{"ok":true}')).toBe(true);
+    expect(made.count).toBe(16);
+  });
+
+  it('keeps every call on the serving thread, busy or not, where the operator said off (never)', async () => {
+    const origin = await serve((_req, res) => res.end('{"ok":true}'));
+    const { pool, made } = countingPool(origin);
+    await newWindow();
+    const end = performance.now() + 150;
+    while (performance.now() < end);
+    const results = await twentyCalls(pool, origin, 'never');
+    expect(results.every((result) => result.kind === 'response')).toBe(true);
+    expect(made.count).toBe(20);
+  });
+});
+
+describe('the call thread', () => {
+  it('fails the calls it holds when it stops, as unreached upstreams, and starts again for the next', async () => {
+    const thread = new CallThread();
+    closers.push(() => thread.stop());
+    let seen = 0;
+    const silent = await serve(() => {
+      seen++;
+    });
+    const pool = thread.newPool();
+    const held = Array.from({ length: 3 }, () => thread.call(pool, silent, POST, 1024, Date.now() + 30_000));
+    // Stopped once the calls are on their way: the upstream has seen them all.
+    for (const giveUpAt = Date.now() + 20_000; seen < 3 && Date.now() < giveUpAt; ) await sleep(10);
+    expect(seen).toBe(3);
+    await thread.stop();
+    for (const result of await Promise.all(held))
+      expect(result).toMatchObject({
+        kind: 'connection',
+        reason: expect.stringMatching(/call thread stopped/),
+      });
+    const answering = await serve((_req, res) => res.end('{"again":true}'));
+    expect(await thread.call(thread.newPool(), answering, POST, 1024, Date.now() + 10_000)).toMatchObject({
+      kind: 'response',
+      text: '{"again":true}',
+    });
+  });
+});
