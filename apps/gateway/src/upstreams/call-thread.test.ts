@@ -1,25 +1,16 @@
-import { createServer, type RequestListener } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { RequestListener } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loopbackServer } from '../../test/support/loopback.ts';
 import { type CallPlace, CallThread, callThread, makeCall, servingThreadBusy } from './call-thread.ts';
 
 const closers: (() => Promise<void>)[] = [];
+const serve = (listener: RequestListener) => loopbackServer(listener, closers);
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
-
-async function serve(listener: RequestListener): Promise<string> {
-  const server = createServer(listener);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  closers.push(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
 
 /** A pool that counts the calls made through it, on the serving thread. */
 function countingPool(origin: string) {
@@ -42,6 +33,13 @@ async function newWindow() {
   servingThreadBusy();
 }
 
+/** A window in which the serving thread's loop is busy throughout. */
+async function busyWindow() {
+  await newWindow();
+  const end = performance.now() + 150;
+  while (performance.now() < end);
+}
+
 describe('where an upstream call is made', () => {
   // Twenty calls at once: the gate lets calls go over only with 16 or more under way.
   const twentyCalls = (pool: Pool, origin: string, place: CallPlace = 'when-busy') => {
@@ -54,36 +52,33 @@ describe('where an upstream call is made', () => {
     );
   };
 
-  it('keeps every call on the serving thread while its event loop has room', async () => {
-    const origin = await serve((_req, res) => res.end('{"ok":true}'));
-    const { pool, made } = countingPool(origin);
+  /** An idle window: the loop waits in the poll phase throughout. */
+  const idleWindow = async () => {
     await newWindow();
-    await sleep(120); // idle: the loop waits in the poll phase
-    const results = await twentyCalls(pool, origin);
-    expect(results.every((result) => result.kind === 'response' && result.text === '{"ok":true}')).toBe(true);
-    expect(made.count).toBe(20);
-  });
+    await sleep(120);
+  };
 
-  it('hands calls beyond the sixteenth under way to the call thread while the loop was busy', async () => {
+  it.each([
+    ['keeps every call on the serving thread while its event loop has room', idleWindow, 'when-busy', 20],
+    [
+      'hands calls beyond the sixteenth under way to the call thread while the loop was busy',
+      busyWindow,
+      'when-busy',
+      16,
+    ],
+    [
+      'keeps every call on the serving thread, busy or not, where the operator said off (never)',
+      busyWindow,
+      'never',
+      20,
+    ],
+  ] as const)('%s', async (_, window, place, onServingThread) => {
     const origin = await serve((_req, res) => res.end('{"ok":true}'));
     const { pool, made } = countingPool(origin);
-    await newWindow();
-    const end = performance.now() + 150; // the loop busy for the whole window
-    while (performance.now() < end);
-    const results = await twentyCalls(pool, origin);
+    await window();
+    const results = await twentyCalls(pool, origin, place);
     expect(results.every((result) => result.kind === 'response' && result.text === '{"ok":true}')).toBe(true);
-    expect(made.count).toBe(16);
-  });
-
-  it('keeps every call on the serving thread, busy or not, where the operator said off (never)', async () => {
-    const origin = await serve((_req, res) => res.end('{"ok":true}'));
-    const { pool, made } = countingPool(origin);
-    await newWindow();
-    const end = performance.now() + 150;
-    while (performance.now() < end);
-    const results = await twentyCalls(pool, origin, 'never');
-    expect(results.every((result) => result.kind === 'response')).toBe(true);
-    expect(made.count).toBe(20);
+    expect(made.count).toBe(onServingThread);
   });
 });
 

@@ -1,7 +1,7 @@
-import { createServer, type RequestListener } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { RequestListener } from 'node:http';
 import { Pool } from 'undici';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { loopbackServer } from '../../test/support/loopback.ts';
 import { CallThread } from './call-thread.ts';
 import { type CallResult, httpCall } from './http-call.mjs';
 
@@ -11,6 +11,7 @@ import { type CallResult, httpCall } from './http-call.mjs';
  */
 
 const closers: (() => Promise<void>)[] = [];
+const serve = (listener: RequestListener) => loopbackServer(listener, closers);
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
@@ -43,17 +44,6 @@ const PLACES: Record<string, (origin: string) => Upstream> = {
     };
   },
 };
-
-/** A real server on loopback. */
-async function serve(listener: RequestListener): Promise<string> {
-  const server = createServer(listener);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  closers.push(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
 
 const POST = { path: '/v1/x', method: 'POST', body: Buffer.from('{"q":1}') } as const;
 const soon = () => Date.now() + 10_000;
