@@ -3,7 +3,7 @@
 // a worker thread, and loading tsx in it would cost ~40 MB more.
 import { parentPort } from 'node:worker_threads';
 import { Pool } from 'undici';
-import { httpCall, POOL_OPTIONS } from './http-call.mjs';
+import { CLOSED, httpCall, POOL_OPTIONS } from './http-call.mjs';
 
 if (parentPort === null) throw new Error('call-thread-worker.mjs runs as a worker thread');
 const port = parentPort;
@@ -51,7 +51,7 @@ port.on('message', (/** @type {import('./call-thread.ts').ThreadMessage} */ mess
   for (const call of message.calls) {
     // As a destroyed pool answers on the serving thread: a failed connection, not a new pool.
     if (closed.has(call.pool)) {
-      answered(call.id, { kind: 'connection', reason: 'the upstream is closed', code: 'UND_ERR_DESTROYED' });
+      answered(call.id, CLOSED);
       continue;
     }
     const options = { path: call.path, method: call.method, headers: call.headers, body: call.body };

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { Dispatcher } from 'undici';
-import { type CallResult, httpCall } from './http-call.mjs';
+import { type CallResult, CLOSED, httpCall } from './http-call.mjs';
 
 /**
  * Upstream calls made on a thread of their own while the serving thread is busy
@@ -44,13 +44,13 @@ const WINDOW_MS = 100;
 const MIN_IN_FLIGHT = 16;
 
 /** Where an upstream's calls are made (`UpstreamHttpOptions.callThread`). */
-export type CallPlace = 'when-busy' | 'always' | 'never';
+export type CallPlace = 'when-busy' | 'never';
 
 let inFlight = 0;
 
 /**
- * One HTTP call to an upstream, as `httpCall` makes it: on the call thread if `place` says so or,
- * for `when-busy`, while the serving thread is busy with many calls under way; else on `pool`.
+ * One HTTP call to an upstream, as `httpCall` makes it: for `when-busy`, on the call thread while
+ * the serving thread is busy with many calls under way; else on `pool`.
  */
 export function makeCall(
   place: CallPlace,
@@ -61,8 +61,7 @@ export function makeCall(
   limit: number,
   deadlineAt: number,
 ): Promise<CallResult> {
-  const off =
-    place === 'always' || (place === 'when-busy' && inFlight >= MIN_IN_FLIGHT && servingThreadBusy());
+  const off = place === 'when-busy' && inFlight >= MIN_IN_FLIGHT && servingThreadBusy();
   inFlight++;
   const made = off
     ? callThread.call(threadPool, origin, request, limit, deadlineAt)
@@ -89,7 +88,8 @@ let sampledAt = performance.now();
 let busy = false;
 
 /** Whether the serving thread's event loop was busy for at least BUSY_SHARE of the last window. */
-export function servingThreadBusy(now = performance.now()): boolean {
+export function servingThreadBusy(): boolean {
+  const now = performance.now();
   if (now - sampledAt >= WINDOW_MS) {
     const next = performance.eventLoopUtilization();
     busy = performance.eventLoopUtilization(next, sample).utilization >= BUSY_SHARE;
@@ -98,12 +98,6 @@ export function servingThreadBusy(now = performance.now()): boolean {
   }
   return busy;
 }
-
-const CLOSED: CallResult = {
-  kind: 'connection',
-  reason: 'the upstream is closed',
-  code: 'UND_ERR_DESTROYED',
-};
 
 /** The process's call thread, started by its first call. */
 export class CallThread {

@@ -11,6 +11,9 @@ export type CallResult =
 /** Every upstream's keep-alive pool, on the serving thread and on the call thread alike. */
 export const POOL_OPTIONS: { keepAliveTimeout: number; keepAliveMaxTimeout: number };
 
+/** A call to a closed upstream on the call thread: a failed connection, as on a destroyed pool. */
+export const CLOSED: CallResult;
+
 /** One call through undici's `dispatch`, collected as bytes up to `limit`, ended at `deadlineAt`. */
 export function httpCall(
   dispatcher: Dispatcher,

@@ -6,6 +6,13 @@
 export const POOL_OPTIONS = { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000 };
 
 /**
+ * What a call to a closed upstream comes to on the call thread, as on a destroyed pool: a failed
+ * connection, not a new pool.
+ * @type {import('./http-call.d.mts').CallResult}
+ */
+export const CLOSED = { kind: 'connection', reason: 'the upstream is closed', code: 'UND_ERR_DESTROYED' };
+
+/**
  * One call through undici's `dispatch`, its answer collected as bytes by a handler of ours. The
  * answer never becomes a stream: `pool.request` makes a Readable for every answer, and reading it
  * as text adds a promise and listeners more, on every upstream call (docs/performance.md). The

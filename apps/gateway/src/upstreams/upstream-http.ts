@@ -48,7 +48,7 @@ export interface UpstreamHttpOptions {
   envelope?: Envelope | undefined;
   /**
    * Where its HTTP calls are made: on the call thread while the serving thread is busy (the
-   * default, `call-thread.ts`), always there, or never.
+   * default, `call-thread.ts`), or never there.
    */
   callThread?: CallPlace;
 }
