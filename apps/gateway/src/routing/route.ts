@@ -250,7 +250,9 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
       spec.calibrate && call.calibration
         ? calibrated(request.questions, answers.value.answers, name, call.calibration)
         : answers.value.answers;
-    return { ...outcome, answers: checked, refused: answers.value.refused, usage: usage.value };
+    // `refused` first: a key the spread object lacks, added after it, gives every answer a hidden
+    // class of its own on V8 11 (docs/performance.md, "Objects that share a shape").
+    return { refused: answers.value.refused, ...outcome, answers: checked, usage: usage.value };
   }
 
   /** The order of this request's tries: the first drawn by weight, the rest as configured. */

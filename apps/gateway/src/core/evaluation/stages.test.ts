@@ -9,6 +9,8 @@ import {
   noulRequest,
   tokenOf,
 } from '../../../test/support/evaluation-fakes.ts';
+import { sameHiddenClass } from '../../../test/support/hidden-class.ts';
+import type { Authenticate } from '../../auth/authenticate.ts';
 import { createMemoryCache } from '../../cache/memory-cache.ts';
 import {
   type Authenticated,
@@ -40,6 +42,27 @@ describe('stage: authenticate', () => {
     expect(ctx.payer).toMatchObject({ id: KEY.id, token: null, unconfirmed: true });
     expect(ctx.log.keyPrefix).toBe(KEY.prefix);
     expect(authenticate.calls).toEqual([{ cached: true }]);
+  });
+
+  it('makes every payer of one hidden class, whatever object its key came in', async () => {
+    // As the store gives keys (a row object), as a cache keeps them (a copy), as JSON reads them;
+    // many times over, as V8 warms up: its first few copies of a spread share a class even when
+    // the later ones do not.
+    const keys = [KEY, { ...KEY, id: 'key_2' }, JSON.parse(JSON.stringify(KEY))];
+    const payers: Payer[] = [];
+    for (let i = 0; i < 60; i++) {
+      const key = keys[i % keys.length];
+      const ctx = newContext(callOf());
+      const authenticate: Authenticate = async () => ({
+        ok: true,
+        principal: { kind: 'key', key },
+        fromCache: false,
+      });
+      await authenticateCaller(ctx, { authenticate });
+      payers.push(ctx.payer as Payer);
+    }
+    const first = payers[0] as Payer;
+    expect(payers.filter((payer) => !sameHiddenClass(payer, first))).toHaveLength(0);
   });
 
   it('stops at a refused key, with no payer', async () => {

@@ -75,10 +75,7 @@ export async function geminiDoor(app: FastifyInstance, opts: GeminiDoorOptions) 
 
   const evaluation = answerEvaluation(opts.evaluate, {
     door: 'gemini',
-    call: (request) => ({
-      ...rawEvaluationCall(request, GEMINI_LIMITS.maxBodyBytes),
-      dialect: GEMINI_DIALECT,
-    }),
+    call: (request) => rawEvaluationCall(request, GEMINI_LIMITS.maxBodyBytes, GEMINI_DIALECT),
     success: ({ data: { result }, asWritten, blocked, usageDetails }) => {
       if (asWritten === undefined) throw new Error('a Gemini-door decision without its request');
       const usage = geminiUsage(result.usage, usageDetails);

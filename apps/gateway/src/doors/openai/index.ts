@@ -49,10 +49,7 @@ export async function openAiDoor(app: FastifyInstance, opts: OpenAiDoorOptions) 
     { method: 'POST', path: '/decisions', operation: 'createDecision', browsers: true },
     answerEvaluation(opts.evaluate, {
       door: 'openai',
-      call: (request) => ({
-        ...rawEvaluationCall(request, OPENAI_LIMITS.maxBodyBytes),
-        dialect: OPENAI_DIALECT,
-      }),
+      call: (request) => rawEvaluationCall(request, OPENAI_LIMITS.maxBodyBytes, OPENAI_DIALECT),
       success: ({ data: { result }, asWritten, refused, usageDetails }) => {
         if (asWritten === undefined) throw new Error('an OpenAI-door decision without its request');
         return JSON.stringify({
