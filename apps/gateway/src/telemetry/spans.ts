@@ -101,12 +101,19 @@ function recording(parent: TraceParent): boolean {
  * (flags 00), so the upstream leaves it out too.
  */
 function unrecordedCall(parent: TraceParent, headers: Record<string, string>): ClientSpan {
-  const carrier = { ...headers };
+  const carrier = carrierOf(headers);
   propagation.inject(parent, carrier);
   const context = trace.getSpanContext(parent);
   const ids = { traceId: context?.traceId ?? '', spanId: context?.spanId ?? '' };
   return { headers: carrier, ids, answered() {}, read() {}, end() {} };
 }
+
+/**
+ * A copy of the call's headers for the propagator to add `traceparent` to. Not `{ ...headers }`:
+ * a key added to a spread copy gives every copy a hidden class of its own on V8 11, slow to make
+ * and slow for undici to read (docs/performance.md, "Objects that share a shape").
+ */
+const carrierOf = (headers: Record<string, string>): Record<string, string> => Object.assign({}, headers);
 
 /** The ids of the span `parent` holds, for a log line written under it; none while not tracing. */
 export function traceIdsOf(parent: TraceParent | undefined): { traceId?: string; spanId?: string } {
@@ -202,7 +209,7 @@ export function clientSpan(
   if (upstream.model !== undefined) attributes[ATTR.genAiRequestModel] = upstream.model;
   const name = upstream.model === undefined ? GEN_AI_OPERATION : `${GEN_AI_OPERATION} ${upstream.model}`;
   const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, parent);
-  const carrier = { ...headers };
+  const carrier = carrierOf(headers);
   propagation.inject(trace.setSpan(parent, span), carrier);
   const { traceId, spanId } = span.spanContext();
   return {
