@@ -5,7 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { storeTroubleFailure } from '../core/store-trouble.ts';
 import { closeLingering } from '../http/lingering-close.ts';
 import { StoreUnavailableError } from '../store/store.ts';
-import type { DoorOutcome } from './door-outcome.ts';
+import { type DoorOutcome, recordCode } from './door-outcome.ts';
 import { errorBody, retryAfterSeconds } from './envelope.ts';
 import { geminiError } from './gemini/translate.ts';
 import { jsonRpcFailure } from './mcp/json-rpc.ts';
@@ -91,7 +91,7 @@ export function doorOf(request: FastifyRequest): DoorName {
 /** Writes a failure in a door's format and records the outcome for the request's log line. */
 export function sendFailure(reply: FastifyReply, f: GatewayFailure, door: DoorName): FastifyReply {
   const { body, headers } = DOORS[door].failure(f, reply.request.id);
-  reply.request.outcome = { ...reply.request.outcome, code: f.code };
+  recordCode(reply.request, f.code);
   return reply.code(f.status).headers(headers).type('application/json; charset=utf-8').send(body);
 }
 

@@ -26,7 +26,7 @@ import { answerEvaluation } from './answer.ts';
 import type { CallerActions, Result } from './caller-actions.ts';
 import { cors, originOf } from './cors.ts';
 import { type DoorOptions, door } from './door.ts';
-import { type EvaluationReport, reportOf } from './door-outcome.ts';
+import { type EvaluationReport, recordCode, reportOf } from './door-outcome.ts';
 import { retryAfterSeconds } from './envelope.ts';
 import { cacheControlHeader, rawEvaluationCall, readRawBodies, routeHeader } from './read-body.ts';
 import { metaHeaders } from './response-meta.ts';
@@ -185,23 +185,19 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
         // The code of a single call, for its log line (the response is written right after this).
         if (!batch) {
           const first = errors[0];
-          recordCode(request, { code: reports[0]?.code ?? (first ? failureOfTrpcError(first).code : 0) });
+          recordCode(request, reports[0]?.code ?? (first ? failureOfTrpcError(first).code : 0));
         }
         return { headers };
       },
       onError({ error }) {
         const gatewayFailure = failureOfTrpcError(error);
-        if (reports.length === 0) recordCode(request, gatewayFailure);
+        if (reports.length === 0) recordCode(request, gatewayFailure.code);
         if (gatewayFailure.type === 'internal_error') request.log.error({ err: error }, 'unhandled error');
       },
     });
 
     return reply;
   });
-}
-
-function recordCode(request: FastifyRequest, { code }: Pick<GatewayFailure, 'code'> | { code: number }) {
-  request.outcome = { ...request.outcome, code };
 }
 
 /** Why an operation's input could not be read: not JSON (40000), or not a batch's shape (40001). */
