@@ -1,6 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { AsWritten } from '@decision-gateway/contract';
-import { LIMITS } from '@decision-gateway/contract';
+import { type AsWritten, LIMITS } from '@decision-gateway/contract';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Dialect, EvaluationCall, MultipartForm } from '../core/evaluation/index.ts';
 import { originOf } from './cors.ts';

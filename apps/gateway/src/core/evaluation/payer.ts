@@ -28,10 +28,10 @@ export async function authenticateCaller(
 }
 
 /**
- * The payer, field by field. Not `{ ...principal.key }`: a key read by better-sqlite3 holds some
- * fields outside the object itself, and V8 copies such an object on its slow path, giving every
- * copy a shape of its own (3 µs in a loop, against 0.05), so each later read of the payer missed
- * its inline cache too (docs/performance.md).
+ * The payer, field by field. Not `{ ...principal.key, token, unconfirmed }`: keys added after a
+ * spread give every copy a hidden class of its own on V8 11 (3 µs in a loop, against 0.05), and
+ * every later read of the payer missed its inline cache (docs/performance.md, "Objects that share
+ * a shape").
  */
 function payerOf(principal: Principal, fromCache: boolean): Payer {
   const { key } = principal;
