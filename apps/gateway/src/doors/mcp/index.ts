@@ -13,7 +13,7 @@ import { newRequestId } from '../../http/connections.ts';
 import type { CallerActions } from '../caller-actions.ts';
 import { originOf } from '../cors.ts';
 import { type DoorOptions, door, sendFailure } from '../door.ts';
-import type { EvaluationReport } from '../door-outcome.ts';
+import { type EvaluationReport, outcomeOf } from '../door-outcome.ts';
 import { readRawBodies } from '../read-body.ts';
 import { metaHeaders } from '../response-meta.ts';
 import { serve } from '../serve.ts';
@@ -136,11 +136,7 @@ async function exchange(
       : refuse(reply, protocolRefusal('id_in_use'));
 
   // A tool call is labelled by its tool, for metrics; its decision's headers are the door's too.
-  request.outcome = {
-    ...(code !== undefined && { code }),
-    evaluations: reports,
-    ...(tool !== undefined && { route: `/mcp/${tool}` }),
-  };
+  request.outcome = outcomeOf(reports, code, tool === undefined ? undefined : `/mcp/${tool}`);
   const [only] = reports;
   if (reports.length === 1 && only) reply.headers(metaHeaders(only.meta));
   const { answers } = answered;
