@@ -2,7 +2,7 @@ import type { AsWritten, GatewayFailure } from '@decision-gateway/contract';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Evaluate, EvaluationCall, EvaluationOutcome, ResponseMeta } from '../core/evaluation/index.ts';
 import { type DoorName, sendFailure } from './door.ts';
-import { reportOf } from './door-outcome.ts';
+import { outcomeOf, reportOf } from './door-outcome.ts';
 import { retryAfterSeconds, successBody } from './envelope.ts';
 import { metaHeaders } from './response-meta.ts';
 
@@ -52,7 +52,7 @@ export function answerEvaluation<W extends AsWritten>(evaluate: Evaluate, door: 
     const outcome = await evaluate(door.call(request));
     const report = reportOf(request.id, outcome);
     const { exact } = door;
-    request.outcome = { code: report.code, evaluations: [report], ...(exact && { route: exact.label }) };
+    request.outcome = outcomeOf([report], report.code, exact?.label);
     reply.headers(metaHeaders(outcome.meta));
     if (exact === undefined)
       return outcome.ok

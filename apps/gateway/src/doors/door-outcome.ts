@@ -53,7 +53,8 @@ export function recordCode(request: FastifyRequest, code: number): void {
 }
 
 /**
- * A door's outcome of the evaluations it ran, with its code and metrics label where known. Built
+ * A door's outcome of the evaluations it ran, with its code and metrics label where known: every
+ * door makes its outcome here, so the hooks that read it (log line, metrics) see one shape. Built
  * field by field: a literal that begins with a spread (`{ ...(code && { code }), evaluations }`)
  * gives every outcome a hidden class of its own on V8 11.
  */

@@ -26,7 +26,7 @@ import { answerEvaluation } from './answer.ts';
 import type { CallerActions, Result } from './caller-actions.ts';
 import { cors, originOf } from './cors.ts';
 import { type DoorOptions, door } from './door.ts';
-import { type EvaluationReport, recordCode, reportOf } from './door-outcome.ts';
+import { type EvaluationReport, outcomeOf, recordCode, reportOf } from './door-outcome.ts';
 import { retryAfterSeconds } from './envelope.ts';
 import { cacheControlHeader, rawEvaluationCall, readRawBodies, routeHeader } from './read-body.ts';
 import { metaHeaders } from './response-meta.ts';
@@ -74,7 +74,7 @@ export async function trpcDoor(app: FastifyInstance, opts: TrpcDoorOptions) {
     request.headers['content-type'] = 'application/json';
     const batch = (request.query as { batch?: string }).batch === '1';
     const reports: EvaluationReport[] = [];
-    request.outcome = { evaluations: reports, route: procedureLabel(request.params.path, batch) };
+    request.outcome = outcomeOf(reports, undefined, procedureLabel(request.params.path, batch));
 
     const readInput = async (op: Operation): Promise<Parsed<unknown>> => {
       if (text && !text.ok) return text;
