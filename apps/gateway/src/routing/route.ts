@@ -251,7 +251,8 @@ export function createRoute(spec: RouteSpec, deps: RouteDeps): Route {
         ? calibrated(request.questions, answers.value.answers, name, call.calibration)
         : answers.value.answers;
     // `refused` first: a key the spread object lacks, added after it, gives every answer a hidden
-    // class of its own on V8 11 (docs/performance.md, "Objects that share a shape").
+    // class of its own on V8 11 (docs/performance.md, "Objects that share a shape"). Written first,
+    // it is kept only because an upstream's outcome has no `refused` of its own (UpstreamOutcome).
     return { refused: answers.value.refused, ...outcome, answers: checked, usage: usage.value };
   }
 
