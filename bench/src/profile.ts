@@ -1,5 +1,6 @@
 // pnpm bench:profile: where the gateway's CPU goes, per request, beside the bare relay's total.
-// The gateway (systemone upstream, SQLite or PostgreSQL + Redis, a real key) runs at c=64, sampled by Linux's `perf`
+// The gateway (systemone upstream, SQLite or PostgreSQL + Redis, a real key) runs at c=64 (or
+// BENCH_PROFILE_CONNECTIONS, on an upstream answering after BENCH_PROFILE_UPSTREAM_MS), sampled by Linux's `perf`
 // where it can run (CPU time, every thread) or else by `node --cpu-prof`; each sample is charged to
 // the nearest frame on its stack that belongs to a known part of a request.
 import { execFileSync, spawn } from 'node:child_process';
@@ -26,7 +27,13 @@ import { measureLoad, QUESTION_DOORS, questionDoorFrom, restTarget, type Target 
 import { type Running, repoRoot, startProcess } from './processes.ts';
 
 const SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 15);
-const CONNECTIONS = 64;
+/**
+ * BENCH_PROFILE_CONNECTIONS and BENCH_PROFILE_UPSTREAM_MS (e.g. 1024 and 100, as `pnpm bench`'s
+ * slow rows) show what grows with the requests in flight; only the profile at c=64 on an upstream
+ * that answers at once is written into docs/performance.md.
+ */
+const CONNECTIONS = Number(process.env.BENCH_PROFILE_CONNECTIONS ?? 64);
+const UPSTREAM_MS = Number(process.env.BENCH_PROFILE_UPSTREAM_MS ?? 0);
 /**
  * BENCH_PROFILE_DOOR=openai|mcp profiles the gateway through that door instead of REST, to see
  * what the door adds; only REST's profile is written into docs/performance.md.
@@ -218,8 +225,8 @@ async function perfProfile(gateway: Running, dir: string): Promise<Map<string, n
   return chargePerfSamples(script);
 }
 
-/** Warm up, then load at c=64: what the measured run gives, or a throw if any request failed. */
-async function loadAtSixtyFour(target: Target, warmUp = true) {
+/** Warm up, then load at CONNECTIONS: what the measured run gives, or a throw if any request failed. */
+async function loadProfiled(target: Target, warmUp = true) {
   if (warmUp) await measureLoad(target, CONNECTIONS, 3);
   const result = await measureLoad(target, CONNECTIONS, SECONDS);
   if (result.errors > 0) throw new Error(`${result.errors} requests to ${target.name} failed under load`);
@@ -231,7 +238,9 @@ async function main() {
   const processes: Running[] = [];
   let data: BenchData | undefined;
   try {
-    const upstream = await startProcess('stand-in upstream', 'bench/src/stand-in-upstream.ts');
+    const upstream = await startProcess('stand-in upstream', 'bench/src/stand-in-upstream.ts', {
+      DELAY_MS: String(UPSTREAM_MS),
+    });
     processes.push(upstream);
     const relay = await startProcess('baseline relay', 'bench/src/baseline-relay.ts', {
       UPSTREAM_URL: upstream.url,
@@ -250,19 +259,19 @@ async function main() {
     );
     processes.push(gateway);
 
-    const base = await loadAtSixtyFour(restTarget('baseline relay', relay));
+    const base = await loadProfiled(restTarget('baseline relay', relay));
     const target = await QUESTION_DOORS[DOOR].target(`gateway ${DOOR}`, gateway, apiKey);
-    let gw: Awaited<ReturnType<typeof loadAtSixtyFour>>;
+    let gw: Awaited<ReturnType<typeof loadProfiled>>;
     let charged: Map<string, number>;
     if (SAMPLER === 'perf') {
       await measureLoad(target, CONNECTIONS, 3);
       // perf samples for as long as the load runs, side by side.
-      [gw, charged] = await Promise.all([loadAtSixtyFour(target, false), perfProfile(gateway, dir)]);
+      [gw, charged] = await Promise.all([loadProfiled(target, false), perfProfile(gateway, dir)]);
       await gateway.stop();
       // The symbol map node wrote for perf.
       rmSync(join(tmpdir(), `perf-${gateway.child.pid}.map`), { force: true });
     } else {
-      gw = await loadAtSixtyFour(target);
+      gw = await loadProfiled(target);
       await gateway.stop(); // the profile is written as the process exits
       // The main thread's profile is the largest (tsx's loader thread writes a small one).
       const [file] = readdirSync(profileDir)
@@ -297,7 +306,7 @@ async function main() {
     };
     const table = renderProfile(report);
     process.stdout.write(`\n${table}\n`);
-    if (DOOR === 'rest' && STORE === 'sqlite') {
+    if (DOOR === 'rest' && STORE === 'sqlite' && CONNECTIONS === 64 && UPSTREAM_MS === 0) {
       writeFileSync(join(repoRoot, 'bench/results/profile.json'), `${JSON.stringify(report, null, 2)}\n`);
       updateDocSection('performance.md', 'profile', table);
     }
@@ -319,7 +328,7 @@ function renderProfile(report: {
   parts: { part: string; share: number; usPerRequest: number }[];
 }): string {
   return [
-    `Profiled ${report.date.slice(0, 10)} on ${report.machine.cores} cores, Node ${report.machine.node}: the gateway through ${report.door}${report.store === 'postgres' ? ' on PostgreSQL with Redis rate limits' : ''} ${report.sampler === 'perf' ? 'sampled by `perf record -e cpu-clock` (CPU time, every thread)' : 'under `node --cpu-prof` (wall time of the serving thread)'} at c=${CONNECTIONS} for ${SECONDS} s ` +
+    `Profiled ${report.date.slice(0, 10)} on ${report.machine.cores} cores, Node ${report.machine.node}: the gateway through ${report.door}${report.store === 'postgres' ? ' on PostgreSQL with Redis rate limits' : ''} ${report.sampler === 'perf' ? 'sampled by `perf record -e cpu-clock` (CPU time, every thread)' : 'under `node --cpu-prof` (wall time of the serving thread)'} at c=${CONNECTIONS}${UPSTREAM_MS > 0 ? `, the upstream answering after ${UPSTREAM_MS} ms,` : ''} for ${SECONDS} s ` +
       `(${report.gateway.rps.toFixed(0)} req/s, ${report.gateway.cpuUsPerRequest.toFixed(0)} µs of CPU per request with the profiler on), ` +
       `beside the baseline relay (${report.relay.rps.toFixed(0)} req/s, ${report.relay.cpuUsPerRequest.toFixed(0)} µs per request).`,
     '',
