@@ -88,6 +88,20 @@ describe('createStepBatcher', () => {
     await Promise.all([second, ...third]);
   });
 
+  it('behind a batch on its way, sends the steps one turn asked for in one batch, not the first alone', async () => {
+    const held = heldApply();
+    const submit = createStepBatcher({ apply: held.apply, maxInFlight: 2 });
+    const first = submit(step('a'), later());
+    await settled();
+    const turn = ['b', 'c', 'd'].map((request) => submit(step(request), later()));
+    await settled();
+    expect(held.batches.map((b) => b.map((s) => s.request))).toEqual([['a'], ['b', 'c', 'd']]);
+    held.release();
+    held.release();
+    await first;
+    expect((await Promise.all(turn)).map((r) => r.step)).toEqual([0, 1, 2]);
+  });
+
   it('a step the database found late, or still queued at its deadline, is the store being unavailable', async () => {
     const submit = createStepBatcher({
       apply: async (steps) => steps.map((s, i) => row(i, s.request === 'late' ? { refused: 'late' } : {})),

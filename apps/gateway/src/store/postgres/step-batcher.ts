@@ -67,6 +67,8 @@ export function createStepBatcher(options: StepBatcherOptions) {
   const maxInFlight = options.maxInFlight ?? 1;
   let queue: Pending[] = [];
   let inFlight = 0;
+  /** A batch behind the one on its way is gathering this turn's steps. */
+  let joining = false;
 
   async function pump() {
     inFlight++;
@@ -117,7 +119,17 @@ export function createStepBatcher(options: StepBatcherOptions) {
   return function submit(step: Step, deadline: number): Promise<StepRow> {
     return new Promise<StepRow>((resolve, reject) => {
       queue.push({ step, deadline, resolve, reject });
-      if (inFlight < maxInFlight) void pump();
+      if (inFlight === 0) void pump();
+      else if (inFlight < maxInFlight && !joining) {
+        // Behind a batch on its way, the next one waits for the end of this turn of the event
+        // loop, taking every step the turn asks for: sent at once it would carry the turn's first
+        // step alone, and the rest would wait behind both.
+        joining = true;
+        setImmediate(() => {
+          joining = false;
+          if (inFlight < maxInFlight && queue.length > 0) void pump();
+        });
+      }
     });
   };
 }
