@@ -34,6 +34,13 @@ const TRIALS = Number(process.env.BENCH_COMPARE_TRIALS ?? 5);
 const ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 4);
 const SECONDS = Number(process.env.BENCH_COMPARE_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_COMPARE_CONNECTIONS ?? 64);
+/**
+ * BENCH_COMPARE_NEW_CONNECTIONS=1: every request on a connection of its own (`Connection: close`),
+ * as callers that keep none alive send them, so each one is accepted anew.
+ */
+const NEW_CONNECTIONS = process.env.BENCH_COMPARE_NEW_CONNECTIONS === '1';
+const asSent = (target: Target): Target =>
+  NEW_CONNECTIONS ? { ...target, headers: { ...target.headers, connection: 'close' } } : target;
 /** An upstream that answers after this long (BENCH_COMPARE_UPSTREAM_MS, e.g. 100 as a model would), or at once. */
 const UPSTREAM_MS = Number(process.env.BENCH_COMPARE_UPSTREAM_MS ?? 0);
 /** The doors a gateway can be measured through: the bench's three questions, or its photo request. */
@@ -162,7 +169,7 @@ async function main() {
           ? { GATEWAY_CONFIG: imagesConfig }
           : { UPSTREAM: 'systemone', UPSTREAM_BASE_URL: upstream.url }),
       });
-      return DOOR.target(name, server, key);
+      return asSent(await DOOR.target(name, server, key));
     };
 
     /** Per trial, the medians of its rounds (and the resident set's highest rise in any of them). */
@@ -173,7 +180,7 @@ async function main() {
       const relay = await startProcess(relayName, 'bench/src/baseline-relay.ts', {
         UPSTREAM_URL: upstream.url,
       });
-      const base = restTarget(relayName, relay);
+      const base = asSent(restTarget(relayName, relay));
       const targets = [base];
       try {
         for (const [i, other] of others.entries())
