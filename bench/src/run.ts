@@ -600,7 +600,7 @@ function slowResponsesLine(report: Report): string {
       ? `none counted at c=${c}`
       : `at c=${c}, ${slow.responses.toLocaleString('en')} responses took over 1 s, ${slow.firstOnConnection.toLocaleString('en')} of them the first on their connection`;
   });
-  return `With the 100 ms upstream, ${said.join('; ')} (a saturated gateway accepts one new connection a turn of its event loop: [the tail at c=1024](#the-tail-at-c1024)).`;
+  return `With the 100 ms upstream, ${said.join('; ')} (a saturated event loop accepts at most \`ACCEPTS_PER_TURN\` new connections a turn: [the tail at c=1024](#the-tail-at-c1024)).`;
 }
 
 function renderTable(report: Report): string {

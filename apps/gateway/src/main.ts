@@ -49,9 +49,18 @@ const address = await gateway.app
     process.stderr.write(`Cannot listen on ${config.host}:${config.port}: ${why}\n`);
     process.exit(1);
   });
+// A busy event loop accepts one connection a turn; copies of the listening socket take in more.
+const acceptsPerTurn = await gateway
+  .acceptPerTurn(config.acceptsPerTurn)
+  .then(() => config.acceptsPerTurn)
+  .catch((error: Error) => {
+    logger.warn({ err: error }, 'the listening socket could not be copied: one new connection a turn');
+    return 1;
+  });
 logger.info(
   {
     address,
+    acceptsPerTurn,
     upstreams: opened.upstreams,
     routes: opened.routes,
     database: config.database.kind === 'sqlite' ? config.database.path : withoutPassword(config.database.url),

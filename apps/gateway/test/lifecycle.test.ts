@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLexicalUpstream } from '@decision-gateway/questions';
@@ -29,9 +30,14 @@ describe('process lifecycle (pnpm start)', () => {
       expect(response.status).toBe(200);
       expect(response.body.data.creditsUsed).toBeGreaterThan(0);
 
+      // Sixteen new connections a turn by default, through copies of its listening socket.
+      expect(first.stdout()).toContain('"acceptsPerTurn":16');
+
       first.child.kill('SIGTERM');
       expect(await first.exited).toBe(0);
       expect(first.stdout()).toContain('"stopped"');
+      // No copy of the listening socket outlives the gateway (the child that made them included).
+      expect(await connectionRefused(url)).toBe(true);
 
       const second = startProcess(cwd, {});
       const url2 = await listeningAddress(second);
@@ -59,6 +65,23 @@ describe('process lifecycle (pnpm start)', () => {
 });
 
 describe('graceful drain', () => {
+  it('stops listening on every copy of the listening socket', async () => {
+    const gw = await startGateway({ upstream: createLexicalUpstream() });
+    try {
+      await gw.gateway.acceptPerTurn(4);
+      const { key } = await gw.createKey({ credits: 10 });
+      // Twelve at once, each on a new connection: whichever copy accepts one, it is the gateway's own.
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, () => post(gw.url, '/v1/systemone', sampleRequest(), bearer(key))),
+      );
+      expect(answers.map((answer) => answer.status)).toEqual(Array(12).fill(200));
+      await gw.gateway.drain();
+      expect(await connectionRefused(gw.url)).toBe(true);
+    } finally {
+      await gw.close();
+    }
+  });
+
   it('finishes and settles in-flight requests, refuses new ones, and answers /readyz 503 while draining', async () => {
     const lexical = createLexicalUpstream();
     // The upstream holds the request until the test has seen the drain's answers: no timing.
@@ -115,6 +138,19 @@ describe('graceful drain', () => {
     }
   });
 });
+
+/** Whether a new TCP connection to `url` is refused (nothing listens there any more). */
+function connectionRefused(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
+  });
+}
 
 /** Waits for a condition the test can observe, with a generous deadline (never for machine work). */
 async function until(condition: () => boolean, timeoutMs = 15_000): Promise<void> {

@@ -19,6 +19,7 @@ describe('loadConfig', () => {
       redis: undefined,
       requestTimeoutMs: 30_000,
       shutdownTimeoutMs: 30_000,
+      acceptsPerTurn: 16,
       mcp: { maxSessions: 1000 },
       upstreamCallThread: 'when-busy',
     });
@@ -85,6 +86,7 @@ describe('loadConfig', () => {
       REQUEST_TIMEOUT_MS: '5000',
       SHUTDOWN_TIMEOUT_MS: '1000',
       STORE_TIMEOUT_MS: '750',
+      ACCEPTS_PER_TURN: '1',
     });
     if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
     expect(loaded.config).toMatchObject({
@@ -98,6 +100,7 @@ describe('loadConfig', () => {
       redis: { url: 'redis://127.0.0.1:6379', keyPrefix: 'gw1:' },
       requestTimeoutMs: 5000,
       shutdownTimeoutMs: 1000,
+      acceptsPerTurn: 1,
     });
   });
 
@@ -109,6 +112,8 @@ describe('loadConfig', () => {
     ['REDIS_URL', 'http://x', 'REDIS_URL: must be redis://… or rediss://…'],
     ['REQUEST_TIMEOUT_MS', 'soon', 'REQUEST_TIMEOUT_MS: must be a whole number'],
     ['STORE_TIMEOUT_MS', '0', 'STORE_TIMEOUT_MS: must be at least 1'],
+    ['ACCEPTS_PER_TURN', '0', 'ACCEPTS_PER_TURN: must be at least 1'],
+    ['ACCEPTS_PER_TURN', '257', 'ACCEPTS_PER_TURN: must be at most 256'],
     ['ADMIN_TOKEN', 'short', 'ADMIN_TOKEN: must be at least 16 characters'],
     ['RATE_LIMIT_PER_MINUTE', '-1', 'RATE_LIMIT_PER_MINUTE: must be a whole number'],
     ['UPSTREAM', 'magic', 'UPSTREAM: must be one of lexical, systemone, openai'],

@@ -86,6 +86,8 @@ export const ConfigSchema = z
     REDIS_KEY_PREFIX: z.string().default('dg:'),
     REQUEST_TIMEOUT_MS: integer(TIMEOUT_DEFAULTS.requestMs, 1, 3_600_000),
     SHUTDOWN_TIMEOUT_MS: integer(TIMEOUT_DEFAULTS.shutdownMs, 0, 3_600_000),
+    /** New connections taken in each turn of the event loop at most (docs/operating.md). */
+    ACCEPTS_PER_TURN: integer(16, 1, 256),
     ADMIN_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
     RATE_LIMIT_PER_MINUTE: integer(600, 0),
     UPSTREAM: z
@@ -191,6 +193,7 @@ export const ConfigSchema = z
     redis: env.REDIS_URL === undefined ? undefined : { url: env.REDIS_URL, keyPrefix: env.REDIS_KEY_PREFIX },
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+    acceptsPerTurn: env.ACCEPTS_PER_TURN,
     adminToken: env.ADMIN_TOKEN,
     rateLimitPerMinute: env.RATE_LIMIT_PER_MINUTE,
     upstream: upstreamFromEnv(env),

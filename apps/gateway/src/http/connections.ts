@@ -52,6 +52,8 @@ export interface ConnectionOptions {
 export function createConnections(options: ConnectionOptions) {
   let app: FastifyInstance | undefined;
   const open = new Set<Socket>();
+  /** Copies of the listening socket (listener-copies.ts): they stop listening with it. */
+  const copies: Server[] = [];
   let lastConnectionAt = 0;
   /** The drain is closing every connection itself: what they carried is its to account for. */
   let forcing = false;
@@ -85,6 +87,10 @@ export function createConnections(options: ConnectionOptions) {
       },
       'request',
     );
+  }
+
+  function closeCopies() {
+    for (const copy of copies.splice(0)) copy.close();
   }
 
   return {
@@ -132,8 +138,17 @@ export function createConnections(options: ConnectionOptions) {
       };
     },
 
+    /** Copies of the server's listening socket, whose connections are the server's (listener-copies.ts). */
+    adoptListenerCopies(more: Server[]) {
+      copies.push(...more);
+    },
+
     attach(fastify: FastifyInstance) {
       app = fastify;
+      fastify.addHook('preClose', (done) => {
+        closeCopies();
+        done();
+      });
       // An `Expect` other than 100-continue: Node would answer a bare 417. The expectation is
       // ignored instead (RFC 9110 allows it) and the request answered as any other.
       fastify.server.on('checkExpectation', (req, res) => fastify.server.emit('request', req, res));
@@ -173,6 +188,7 @@ export function createConnections(options: ConnectionOptions) {
       // net's close, not http's: http's also closes idle keep-alive connections at once, and a
       // request already on its way over one of them would meet a reset.
       if (server.listening) Server.prototype.close.call(server);
+      closeCopies();
       await until(() => open.size === 0, Math.min(IDLE_GRACE_MS, options.shutdownTimeoutMs));
       server.closeIdleConnections();
       // Node's leaves out connections that never brought a byte (a preconnect, a balancer's TCP

@@ -36,6 +36,7 @@ import { traceIdsOf, tracingOn } from '../telemetry/spans.ts';
 import type { UsageReports } from '../usage/reports.ts';
 import { createConnections, newRequestId } from './connections.ts';
 import { closeLingering } from './lingering-close.ts';
+import { copyListener } from './listener-copies.ts';
 import { createPathTable } from './path-table.ts';
 
 export interface Gateway {
@@ -48,6 +49,12 @@ export interface Gateway {
    * reservation still held is released. Resolves `true` when it had to force that.
    */
   drain(): Promise<boolean>;
+  /**
+   * Once listening: take in up to `perTurn` new connections each turn of the event loop rather than
+   * one (ACCEPTS_PER_TURN; listener-copies.ts). Rejects, accepting one a turn as before, if the
+   * listening socket could not be copied.
+   */
+  acceptPerTurn(perTurn: number): Promise<void>;
 }
 
 /**
@@ -295,6 +302,9 @@ export function buildServer(services: GatewayServices): Gateway {
       });
       await app.close();
       return forced;
+    },
+    async acceptPerTurn(perTurn) {
+      connections.adoptListenerCopies(await copyListener(app.server, perTurn - 1));
     },
   };
 }

@@ -1,0 +1,24 @@
+// Sends every listening socket it is given straight back (listener-copies.ts): the process that
+// sent it receives a new file descriptor for the same socket. Plain JavaScript, forked without any
+// loader. Node has this process listen on each socket it receives, so a connection accepted here
+// before the copy has gone back is passed back too: none is lost. Told `done`, it leaves once
+// every copy it holds has gone back and closed here (a disconnect waits for the handles queued).
+let sending = 0;
+let done = false;
+const leaveWhenDone = () => {
+  if (done && sending === 0) process.disconnect();
+};
+process.on('message', (message, listener) => {
+  if (message === 'done') {
+    done = true;
+    return leaveWhenDone();
+  }
+  if (message !== 'copy' || listener === undefined) return;
+  sending++;
+  listener.on('connection', (socket) => process.send('connection', socket));
+  process.send('copy', listener, () => {
+    listener.close();
+    sending--;
+    leaveWhenDone();
+  });
+});
