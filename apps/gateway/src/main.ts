@@ -35,7 +35,7 @@ if (config.embeddedDatabase) {
 }
 
 const address = await gateway.app
-  .listen({ port: config.port, host: config.host })
+  .listen({ port: config.port, host: config.host, backlog: config.listenBacklog })
   .catch((error: NodeJS.ErrnoException) => {
     // One line naming the address, never a stack trace.
     const why =
@@ -51,7 +51,7 @@ const address = await gateway.app
   });
 // A busy event loop accepts one connection a turn; copies of the listening socket take in more.
 const acceptsPerTurn = await gateway
-  .acceptPerTurn(config.acceptsPerTurn)
+  .acceptPerTurn(config.acceptsPerTurn, config.listenBacklog)
   .then(() => config.acceptsPerTurn)
   .catch((error: Error) => {
     logger.warn({ err: error }, 'the listening socket could not be copied: one new connection a turn');
@@ -61,6 +61,7 @@ logger.info(
   {
     address,
     acceptsPerTurn,
+    listenBacklog: config.listenBacklog,
     upstreams: opened.upstreams,
     routes: opened.routes,
     database: config.database.kind === 'sqlite' ? config.database.path : withoutPassword(config.database.url),

@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,8 +31,12 @@ describe('process lifecycle (pnpm start)', () => {
       expect(response.status).toBe(200);
       expect(response.body.data.creditsUsed).toBeGreaterThan(0);
 
-      // Sixteen new connections a turn by default, through copies of its listening socket.
+      // Sixteen new connections a turn by default, through copies of its listening socket, and a
+      // queue of 4096 (as far as the kernel allows): a listening socket's Send-Q in `ss`.
       expect(first.stdout()).toContain('"acceptsPerTurn":16');
+      const somaxconn = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8'));
+      const listed = execFileSync('ss', ['-Hltn', `sport = :${new URL(url).port}`]).toString();
+      expect(listed.trim().split(/\s+/)[2]).toBe(String(Math.min(4096, somaxconn)));
 
       first.child.kill('SIGTERM');
       expect(await first.exited).toBe(0);
@@ -68,7 +73,7 @@ describe('graceful drain', () => {
   it('stops listening on every copy of the listening socket', async () => {
     const gw = await startGateway({ upstream: createLexicalUpstream() });
     try {
-      await gw.gateway.acceptPerTurn(4);
+      await gw.gateway.acceptPerTurn(4, 511);
       const { key } = await gw.createKey({ credits: 10 });
       // Twelve at once, each on a new connection: whichever copy accepts one, it is the gateway's own.
       const answers = await Promise.all(

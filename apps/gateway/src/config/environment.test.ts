@@ -20,6 +20,7 @@ describe('loadConfig', () => {
       requestTimeoutMs: 30_000,
       shutdownTimeoutMs: 30_000,
       acceptsPerTurn: 16,
+      listenBacklog: 4096,
       mcp: { maxSessions: 1000 },
       upstreamCallThread: 'when-busy',
     });
@@ -87,6 +88,7 @@ describe('loadConfig', () => {
       SHUTDOWN_TIMEOUT_MS: '1000',
       STORE_TIMEOUT_MS: '750',
       ACCEPTS_PER_TURN: '1',
+      LISTEN_BACKLOG: '511',
     });
     if (!loaded.ok) throw new Error(loaded.problems.join('\n'));
     expect(loaded.config).toMatchObject({
@@ -101,6 +103,7 @@ describe('loadConfig', () => {
       requestTimeoutMs: 5000,
       shutdownTimeoutMs: 1000,
       acceptsPerTurn: 1,
+      listenBacklog: 511,
     });
   });
 
@@ -114,6 +117,7 @@ describe('loadConfig', () => {
     ['STORE_TIMEOUT_MS', '0', 'STORE_TIMEOUT_MS: must be at least 1'],
     ['ACCEPTS_PER_TURN', '0', 'ACCEPTS_PER_TURN: must be at least 1'],
     ['ACCEPTS_PER_TURN', '257', 'ACCEPTS_PER_TURN: must be at most 256'],
+    ['LISTEN_BACKLOG', '0', 'LISTEN_BACKLOG: must be at least 1'],
     ['ADMIN_TOKEN', 'short', 'ADMIN_TOKEN: must be at least 16 characters'],
     ['RATE_LIMIT_PER_MINUTE', '-1', 'RATE_LIMIT_PER_MINUTE: must be a whole number'],
     ['UPSTREAM', 'magic', 'UPSTREAM: must be one of lexical, systemone, openai'],

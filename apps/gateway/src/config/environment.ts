@@ -88,6 +88,8 @@ export const ConfigSchema = z
     SHUTDOWN_TIMEOUT_MS: integer(TIMEOUT_DEFAULTS.shutdownMs, 0, 3_600_000),
     /** New connections taken in each turn of the event loop at most (docs/operating.md). */
     ACCEPTS_PER_TURN: integer(16, 1, 256),
+    /** Connections the kernel queues for the gateway to accept (docs/operating.md); it caps this at net.core.somaxconn. */
+    LISTEN_BACKLOG: integer(4096, 1, 65_535),
     ADMIN_TOKEN: z.string().min(16, { error: 'must be at least 16 characters' }).optional(),
     RATE_LIMIT_PER_MINUTE: integer(600, 0),
     UPSTREAM: z
@@ -194,6 +196,7 @@ export const ConfigSchema = z
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     acceptsPerTurn: env.ACCEPTS_PER_TURN,
+    listenBacklog: env.LISTEN_BACKLOG,
     adminToken: env.ADMIN_TOKEN,
     rateLimitPerMinute: env.RATE_LIMIT_PER_MINUTE,
     upstream: upstreamFromEnv(env),

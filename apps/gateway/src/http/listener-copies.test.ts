@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { connect } from 'node:net';
@@ -101,7 +101,7 @@ describe('copyListener', () => {
 
   it('with n copies, it takes in n + 1 a turn, and answers each on the server as its own', async () => {
     const server = await listening();
-    const copies = await copyListener(server, 7);
+    const copies = await copyListener(server, 7, 511);
     expect(copies).toHaveLength(7);
     expect(copies.every((copy) => copy.listening)).toBe(true);
     try {
@@ -117,7 +117,7 @@ describe('copyListener', () => {
   it('stops taking connections once the server and every copy are closed', async () => {
     const server = await listening();
     const { port } = server.address() as { port: number };
-    const copies = await copyListener(server, 3);
+    const copies = await copyListener(server, 3, 511);
     for (const copy of copies) copy.close();
     servers.splice(servers.indexOf(server), 1);
     await new Promise((resolve) => server.close(resolve));
@@ -132,8 +132,28 @@ describe('copyListener', () => {
     expect(refused).toBe('ECONNREFUSED');
   });
 
+  it("leaves the socket's queue as long as the server listened with", async () => {
+    const server = createServer();
+    servers.push(server);
+    await new Promise<void>((resolve) =>
+      server.listen({ port: 0, host: '127.0.0.1', backlog: 100 }, resolve),
+    );
+    const copies = await copyListener(server, 3, 100);
+    try {
+      // A listening socket's Send-Q in `ss` is its queue's length (Node's own default is 511).
+      const { port } = server.address() as { port: number };
+      const listed = execFileSync('ss', ['-Hltn', `sport = :${port}`])
+        .toString()
+        .trim()
+        .split(/\s+/);
+      expect(listed[2]).toBe('100');
+    } finally {
+      for (const copy of copies) copy.close();
+    }
+  });
+
   it('makes no copies when asked for none', async () => {
     const server = await listening();
-    expect(await copyListener(server, 0)).toEqual([]);
+    expect(await copyListener(server, 0, 511)).toEqual([]);
   });
 });

@@ -16,9 +16,9 @@ const COPIER_DEADLINE_MS = 10_000;
  *
  * Node 20 duplicates a descriptor only by passing it to another process, so a short-lived child
  * (copy-listener.mjs) sends each copy straight back; Node 22.12's `reusePort` would serve instead.
- * Resolves with the copies, listening; rejects, with none left open, if the child fails.
+ * `backlog` is the length of the socket's queue the server listened with. Resolves with the copies, listening; rejects, with none left open, if the child fails.
  */
-export async function copyListener(server: Server, count: number): Promise<Server[]> {
+export async function copyListener(server: Server, count: number, backlog: number): Promise<Server[]> {
   if (count === 0) return [];
   const handOver = (socket: Socket) => server.emit('connection', socket);
   const child = fork(new URL('./copy-listener.mjs', import.meta.url), [], {
@@ -45,9 +45,11 @@ export async function copyListener(server: Server, count: number): Promise<Serve
           return handOver(socket);
         }
         if (message !== 'copy') return;
-        // A server with HTTP's socket options over the copy's descriptor (`listen` takes the handle over).
+        // A server with HTTP's socket options over the copy's descriptor (`listen` takes the handle
+        // over). Each listen sets the one socket's queue length; Node received the copy with its
+        // default, so this, the last, sets the gateway's again.
         const copy = createServer({ allowHalfOpen: true, noDelay: true }, handOver);
-        copy.listen(handle as Server);
+        copy.listen(handle as Server, backlog);
         copies.push(copy);
         if (copies.length === count) resolve();
       });

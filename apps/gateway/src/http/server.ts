@@ -54,7 +54,7 @@ export interface Gateway {
    * one (ACCEPTS_PER_TURN; listener-copies.ts). Rejects, accepting one a turn as before, if the
    * listening socket could not be copied.
    */
-  acceptPerTurn(perTurn: number): Promise<void>;
+  acceptPerTurn(perTurn: number, backlog: number): Promise<void>;
 }
 
 /**
@@ -303,8 +303,8 @@ export function buildServer(services: GatewayServices): Gateway {
       await app.close();
       return forced;
     },
-    async acceptPerTurn(perTurn) {
-      connections.adoptListenerCopies(await copyListener(app.server, perTurn - 1));
+    async acceptPerTurn(perTurn, backlog) {
+      connections.adoptListenerCopies(await copyListener(app.server, perTurn - 1, backlog));
     },
   };
 }
