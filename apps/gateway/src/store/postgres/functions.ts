@@ -27,6 +27,81 @@ export const LOCK_KEYS_THEN_PROJECTS = `PERFORM 1 FROM api_keys k
                        WHERE k.id IN (SELECT DISTINCT s.value->>'key' FROM jsonb_array_elements(p_steps) s))
         ORDER BY p.id FOR UPDATE;`;
 
+/**
+ * Migration 14's first pass over a batch (see `dgApply`). A key is plain in the batch when its
+ * credits (if capped) cover every live hold and every reserve of the batch at once: its holds are
+ * summed from the earliest `staleBefore` of its steps, so they are never fewer than any one step
+ * counts, and each settle's own hold counts among them. Then a settle's cap (what the key can cover
+ * beside its other holds) is at least its own hold, whatever settles before it, and each reserve
+ * is granted as it would have been, though the `available` it answers (read only on a refusal) may
+ * count settles that came after it.
+ *
+ * Only a key whose settles all find their holds goes in bulk, and none with a release in the batch:
+ * the loop's steps of a bulk key are then reserves, which leave `last_used_at` alone, so its last
+ * settle in the batch's order sets it last, as one at a time. A settle asked again (its hold gone)
+ * or one whose hold was lost goes to the loop with the rest of its key's steps. A settle late at
+ * this point is left to the loop, which answers it `late` and writes nothing.
+ */
+const PLAIN_SETTLES = `
+          SELECT array_agg(b.key) INTO v_plain
+          FROM (SELECT s.key, bool_and(s.token IS NULL) AS tokenless,
+                       COALESCE(SUM(s.amount) FILTER (WHERE s.op = 'reserve'), 0) AS reserving,
+                       MIN(s."staleBefore") AS stale_before
+                FROM jsonb_to_recordset(p_steps)
+                  AS s(op text, key text, token text, amount bigint, "staleBefore" bigint, reservation bigint)
+                GROUP BY 1
+                HAVING bool_or(s.op = 'settle') AND NOT bool_or(s.op = 'release')
+                   AND bool_and(s.op <> 'settle' OR s.reservation IS NOT NULL)) b
+          JOIN api_keys k ON k.id = b.key
+          WHERE b.tokenless
+            AND NOT EXISTS (SELECT 1 FROM budgets bu WHERE bu.holder = k.id OR bu.holder = k.project_id)
+            AND (k.credits_micro IS NULL OR k.credits_micro - b.reserving >=
+                 (SELECT COALESCE(SUM(r.amount_micro), 0) FROM reservations r
+                  WHERE r.key_id = k.id AND r.created_at >= b.stale_before));
+          IF v_plain IS NOT NULL THEN
+            WITH settles AS (
+              SELECT s.*, (s.n - 1)::integer AS i
+              FROM ROWS FROM (jsonb_to_recordset(p_steps) AS (op text, key text, request text, reservation bigint,
+                     cost bigint, input integer, output integer, questions integer, status integer, elapsed integer,
+                     at bigint, route text, upstream text, cached boolean, subject text, deadline bigint, decision jsonb))
+                WITH ORDINALITY AS s(op, key, request, reservation, cost, input, output, questions, status, elapsed, at,
+                                     route, upstream, cached, subject, deadline, decision, n)
+              WHERE s.op = 'settle' AND s.key = ANY(v_plain)
+                AND s.deadline >= (extract(epoch FROM clock_timestamp()) * 1000)::bigint),
+            found AS (
+              SELECT s.*, r.id AS hold FROM settles s
+              LEFT JOIN reservations r ON r.id = s.reservation AND r.request_id = s.request),
+            whole AS (
+              SELECT f.key FROM found f GROUP BY 1
+              HAVING bool_and(f.hold IS NOT NULL) AND count(DISTINCT f.hold) = count(*)),
+            held AS (
+              DELETE FROM reservations r USING found f
+              WHERE r.id = f.hold AND f.key IN (SELECT w.key FROM whole w)
+              RETURNING f.*, LEAST(f.cost, r.amount_micro) AS debit),
+            debited AS (
+              UPDATE api_keys k SET credits_micro = k.credits_micro - d.total, last_used_at = d.at
+              FROM (SELECT h.key, SUM(h.debit) AS total, (array_agg(h.at ORDER BY h.i DESC))[1] AS at
+                    FROM held h GROUP BY 1) d
+              WHERE k.id = d.key),
+            recorded AS (
+              INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions,
+                                         status, elapsed_ms, at, route, upstream, cached, token_id, subject)
+              SELECT h.request, h.key, h.debit, h.input, h.output, h.questions, h.status, h.elapsed, h.at, h.route,
+                     h.upstream, h.cached, NULL, h.subject
+              FROM held h ORDER BY h.i),
+            kept AS (
+              INSERT INTO decision_records (request_id, key_id, route, at, reused, questions)
+              SELECT h.request, h.key, h.route, h.at, h.decision->>'reused', h.decision->>'questions'
+              FROM held h WHERE jsonb_typeof(h.decision) = 'object' ORDER BY h.i
+              ON CONFLICT (request_id) DO NOTHING)
+            SELECT array_agg(h.i), array_agg(h.debit) INTO v_settled, v_debits FROM held h;
+            IF v_settled IS NOT NULL THEN
+              v_recorded := true;
+              RETURN QUERY SELECT d.i, true, NULL::bigint, NULL::bigint, d.debit, NULL::text, '[]'::jsonb
+                FROM unnest(v_settled, v_debits) d(i, debit);
+            END IF;
+          END IF;`;
+
 /** Functions not changed since migration 6 are its released texts; the others are defined here. */
 export const FUNCTIONS = {
   // What a capped token can still spend beside its live reservations; NULL when uncapped.
@@ -277,20 +352,47 @@ $fn$;`,
   // record's rows to the record's trigger, two upserts rather than a pending row and three statements.
   // Durability: a batch that wrote no usage record (reserves only) commits without waiting for the
   // disk (docs/scaling-out.md, "What a reserve's commit waits for").
-  dg_apply: dgApply(13),
+  // Plain settles: a batch settles those of its keys that nothing in it can take to a limit in a
+  // few statements for all of them, before its other steps (docs/scaling-out.md, "Settles in bulk").
+  dg_apply: dgApply(14),
 } as const;
 
 /**
- * `dg_apply` as migration 12 released it (migrations.test.ts pins that text), and as migration 13
- * changed it: a batch that wrote no usage record sets `synchronous_commit` off for its own
- * transaction. Holds are all such a batch writes. Should the server lose one that was never
- * flushed (its crash within a few hundred milliseconds), the request's settle still charges what
- * the key and its budgets can cover, as for a hold swept as stale, and writes its usage record
- * with a commit that waits, flushing every reserve before it too.
+ * `dg_apply` as migration 12 released it (migrations.test.ts pins that text), and as migrations 13
+ * and 14 changed it.
+ *
+ * 13: a batch that wrote no usage record sets `synchronous_commit` off for its own transaction.
+ * Holds are all such a batch writes. Should the server lose one that was never flushed (its crash
+ * within a few hundred milliseconds), the request's settle still charges what the key and its
+ * budgets can cover, as for a hold swept as stale, and writes its usage record with a commit that
+ * waits, flushing every reserve before it too.
+ *
+ * 14: a batch of several steps first settles, all at once, the settles that find their hold and
+ * whose key is plain in this batch: no budget on it or its project, no browser token on any of its
+ * steps, and credits (if capped) enough for every live hold, every reserve and every settle's
+ * full cost in the batch at once. Then no step of that key can meet a limit in any order, so each
+ * settle debits its cost up to its hold, exactly as one at a time, and each reserve is granted as
+ * it would be; what the steps' functions spend on each settle alone (a call, five statements and a
+ * decision's call) is spent once for the batch. The batch's other steps run one by one as before.
  */
-function dgApply(migration: 12 | 13): string {
+function dgApply(migration: 12 | 13 | 14): string {
+  const plainSettles = migration >= 14 ? PLAIN_SETTLES : '';
+  const skipSettled =
+    migration >= 14
+      ? `
+          IF v_settled IS NOT NULL AND v_i = ANY(v_settled) THEN
+            CONTINUE;
+          END IF;`
+      : '';
+  const settledVars =
+    migration >= 14
+      ? `
+        v_plain text[];
+        v_settled integer[];
+        v_debits bigint[];`
+      : '';
   const reservesOnly =
-    migration === 13
+    migration >= 13
       ? `
         IF NOT v_recorded THEN
           PERFORM set_config('synchronous_commit', 'off', true);
@@ -305,11 +407,11 @@ function dgApply(migration: 12 | 13): string {
         v_r record;
         v_recorded boolean := false;
         v_batched boolean := jsonb_array_length(p_steps) > 1;
-        v_project text;
+        v_project text;${settledVars}
       BEGIN
         IF v_batched THEN
           PERFORM set_config('dg.batch', 'on', true);
-          ${LOCK_KEYS_THEN_PROJECTS}
+          ${LOCK_KEYS_THEN_PROJECTS}${plainSettles}
         ELSE
           SELECT k.project_id INTO v_project FROM api_keys k WHERE k.id = p_steps->0->>'key' FOR UPDATE;
           IF v_project IS NOT NULL THEN
@@ -317,7 +419,7 @@ function dgApply(migration: 12 | 13): string {
           END IF;
         END IF;
         FOR v_step, v_i IN SELECT s.value, (s.ordinality - 1)::integer FROM jsonb_array_elements(p_steps) WITH ORDINALITY s
-        LOOP
+        LOOP${skipSettled}
           IF (extract(epoch FROM clock_timestamp()) * 1000)::bigint > (v_step->>'deadline')::bigint THEN
             RETURN QUERY SELECT v_i, false, NULL::bigint, NULL::bigint, NULL::bigint, 'late'::text, NULL::jsonb;
           ELSIF v_step->>'op' = 'reserve' THEN
@@ -357,3 +459,5 @@ function dgApply(migration: 12 | 13): string {
 
 /** `dg_apply` as migration 12 released it, word for word (migrations.test.ts pins it). */
 export const APPLY_OF_MIGRATION_12 = dgApply(12);
+/** `dg_apply` as migration 13 released it, word for word (migrations.test.ts pins it). */
+export const APPLY_OF_MIGRATION_13 = dgApply(13);

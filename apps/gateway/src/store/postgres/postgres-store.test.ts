@@ -1,11 +1,13 @@
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../test/services.ts';
+import { windowStarts } from '../../budgets/windows.ts';
 import { newKey, usageEntry } from '../store.contract-tests.ts';
 import type { Store } from '../store.ts';
 import { FUNCTIONS } from './functions.ts';
 import { POSTGRES_MIGRATIONS } from './migrations.ts';
 import { migratePostgres, openPostgresStore } from './postgres-store.ts';
+import type { StepRow } from './step-batcher.ts';
 
 /** `run` with a store on a new database and a connection of its own to it; both closed, the database dropped, after. */
 async function onNewStore(run: (store: Store, sql: postgres.Sql) => Promise<void>): Promise<void> {
@@ -19,6 +21,48 @@ async function onNewStore(run: (store: Store, sql: postgres.Sql) => Promise<void
     await store.close();
     await database.drop();
   }
+}
+
+/** A seeded generator (mulberry32): the same batches on every run. */
+function seeded(seed: number) {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** Rows as JSON text, sorted: two databases' tables compared whatever order their ids give them. */
+const sortedRows = (rows: readonly object[]) => rows.map((row) => JSON.stringify(row)).sort();
+
+type BatchStep = Record<string, unknown> & {
+  op: 'reserve' | 'settle' | 'release';
+  key: string;
+  request: string;
+};
+
+/** The state a batch leaves that a caller or operator can read, in an order both databases share. */
+async function ledgerState(sql: postgres.Sql) {
+  const [keys, records, decisions, holds, budgets, totals, rollups] = await Promise.all([
+    sql`SELECT id, credits_micro, last_used_at FROM api_keys ORDER BY id`,
+    sql`SELECT request_id, key_id, credits_micro, status, token_id, at FROM usage_records ORDER BY request_id`,
+    sql`SELECT request_id, key_id, questions FROM decision_records ORDER BY request_id`,
+    sql`SELECT id, request_id, amount_micro FROM reservations ORDER BY id`,
+    sql`SELECT holder, period, spent_micro, window_start FROM budgets ORDER BY holder, period`,
+    sql`SELECT * FROM usage_totals`,
+    sql`SELECT * FROM usage_rollups`,
+  ]);
+  return {
+    keys,
+    records,
+    decisions,
+    holds,
+    budgets,
+    totals: sortedRows(totals),
+    rollups: sortedRows(rollups),
+  };
 }
 
 describe('PostgreSQL store', () => {
@@ -142,6 +186,260 @@ describe('PostgreSQL store', () => {
         FROM commit_waits GROUP BY tx`;
       for (const commit of commits) expect(commit.settings).toEqual([commit.records > 0 ? 'on' : 'off']);
       expect(commits.reduce((sum, commit) => sum + commit.records, 0)).toBe(42);
+    }));
+
+  it('settles the plain settles of a batch all at once, with the steps and ledger one at a time leaves', async () => {
+    // The same batches through dg_apply as migration 13 left it (each step alone) and as it is now.
+    const [before, now] = await Promise.all([createTestDatabase(), createTestDatabase()]);
+    const stores = [
+      await openPostgresStore(before.url, { poolSize: 1, migrateTo: 13 }),
+      await openPostgresStore(now.url, { poolSize: 1 }),
+    ];
+    const sqls = [before, now].map((db) => postgres(db.url, { max: 1, onnotice: () => {} }));
+    try {
+      const start = Date.now();
+      const keys = {
+        plain: newKey({ id: 'key_plain', creditsMicro: 1_000_000_000 }),
+        free: newKey({ id: 'key_free', creditsMicro: null }),
+        // Too few credits for all a batch asks: each settle is capped as it comes.
+        tight: newKey({ id: 'key_tight', creditsMicro: 60_000 }),
+        budgeted: newKey({ id: 'key_budgeted', creditsMicro: 1_000_000_000 }),
+        tokened: newKey({ id: 'key_tokened', creditsMicro: 1_000_000_000 }),
+        revoked: newKey({ id: 'key_revoked', creditsMicro: 1_000_000_000 }),
+      };
+      for (const store of stores) {
+        for (const key of Object.values(keys)) await store.createKey(key);
+        await store.setBudgets(
+          { kind: 'key', id: 'key_budgeted' },
+          [{ window: 'day', limitMicro: 40_000, mode: 'hard' }],
+          start,
+        );
+        await store.createToken({
+          id: 'tok_capped',
+          keyId: 'key_tokened',
+          hash: 'h'.repeat(64),
+          expiresAt: start + 3_600_000,
+          maxCreditsMicro: 30_000,
+          origins: null,
+          subject: 'someone',
+          rateLimitPerMinute: null,
+          route: null,
+          createdAt: start,
+        });
+        await store.revokeKey('key_revoked', start);
+      }
+
+      const random = seeded(48);
+      const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+      // The tight key most often, so that its holds are in flight when its credits are lowered.
+      const keyIds = [...Object.values(keys).map((key) => key.id), 'key_tight', 'key_tight', 'key_budgeted'];
+      /** Holds granted, by request: each database's own id of it. */
+      const holds = new Map<string, { key: string; amount: number; ids: (number | null)[] }>();
+      const settled: { key: string; request: string; ids: (number | null)[] }[] = [];
+      let requests = 0;
+      const outcomes = new Map<string, number>();
+      const count = (outcome: string) => outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+      for (let round = 0; round < 60; round++) {
+        // An operator lowers a key's credits while its requests are in flight (their settles are
+        // capped), then grants it more.
+        const credits = round % 5 === 3 ? 1_000 : round % 5 === 0 ? 60_000 : undefined;
+        if (credits !== undefined)
+          await Promise.all(
+            sqls.map((sql) => sql`UPDATE api_keys SET credits_micro = ${credits} WHERE id = 'key_tight'`),
+          );
+        const steps: BatchStep[] = [];
+        /** Each settle of a hold: what it debits unless a limit caps it. */
+        const uncapped = new Map<number, number>();
+        const ids: (number | null)[][] = [];
+        const at = () => start + round * 1_000 + steps.length;
+        const usage = (key: string, request: string, status: number) => ({
+          key,
+          request,
+          input: 40,
+          output: 2,
+          questions: 1,
+          status,
+          elapsed: 5,
+          at: at(),
+          route: 'default',
+          upstream: 'systemone',
+          cached: random() < 0.1,
+          token: key === 'key_tokened' ? 'tok_capped' : null,
+          subject: null,
+          starts: windowStarts(at()),
+          staleBefore: at() - 60_000,
+          deadline: random() < 0.04 ? Date.now() - 1_000 : Date.now() + 60_000,
+        });
+        for (const [request, hold] of [...holds]) {
+          if (random() < 0.3) continue;
+          holds.delete(request);
+          // A hold the server lost (a reserve never flushed): its settle is charged as a stale one is.
+          if (random() < 0.08)
+            await Promise.all(sqls.map((sql) => sql`DELETE FROM reservations WHERE request_id = ${request}`));
+          const release = random() < 0.2;
+          const cost = Math.floor(random() * hold.amount * 1.5);
+          if (!release) uncapped.set(steps.length, Math.min(cost, hold.amount));
+          steps.push({
+            op: release ? 'release' : 'settle',
+            ...usage(hold.key, request, release ? 502 : 200),
+            cost,
+            ...(random() < 0.7 && { decision: { questions: `{"q${request}":1}`, reused: null } }),
+          });
+          ids.push(hold.ids);
+          if (!release) settled.push({ key: hold.key, request, ids: hold.ids });
+        }
+        // A settle asked again (its answer lost): its hold is gone and its record says what it cost.
+        if (settled.length > 0 && random() < 0.3) {
+          const again = pick(settled);
+          steps.push({ op: 'settle', ...usage(again.key, again.request, 200), cost: 1_000 });
+          ids.push(again.ids);
+        }
+        const reserves: number[] = [];
+        for (let n = 3 + Math.floor(random() * 10); n > 0; n--) {
+          const key = pick(keyIds);
+          reserves.push(steps.length);
+          steps.push({
+            op: 'reserve',
+            key,
+            request: `r${++requests}`,
+            // The tight key's holds are large: its reserves meet its credits while settles free them.
+            amount: (key === 'key_tight' ? 5_000 : 1_000) + Math.floor(random() * 9_000),
+            at: at(),
+            staleBefore: at() - 60_000,
+            token: key === 'key_tokened' ? 'tok_capped' : null,
+            starts: windowStarts(at()),
+            deadline: Date.now() + 60_000,
+          });
+          ids.push([null, null]);
+        }
+        // In a turn's order, settles and reserves come mixed: shuffled, as `position` says.
+        const order = steps.map((_, i) => i).sort(() => random() - 0.5);
+        const position = new Map(order.map((original, at) => [original, at]));
+        const answers = await Promise.all(
+          sqls.map((sql, db) => {
+            const batch = order.map((i) => {
+              const step = steps[i] as BatchStep;
+              return step.op === 'reserve' ? step : { ...step, reservation: ids[i]?.[db] ?? null };
+            });
+            return sql<
+              StepRow[]
+            >`SELECT * FROM dg_apply(${JSON.stringify(batch)}::text::jsonb) ORDER BY step`;
+          }),
+        );
+        const [old, current] = answers.map((rows) =>
+          rows.map((row) => ({
+            ...row,
+            available: row.granted ? 'granted' : row.available,
+            reservation: row.reservation === null,
+          })),
+        );
+        expect(current, `round ${round}`).toEqual(old);
+        for (const row of answers[0] ?? []) {
+          if (row.refused === 'late') count('late');
+          else if (!row.granted) count('refused');
+          if ((row.events ?? []).length > 0) count('events');
+          const full = uncapped.get(order[row.step] as number);
+          if (full !== undefined && row.debit !== null && Number(row.debit) < full) count('capped');
+        }
+        const [left, right] = await Promise.all(sqls.map((sql) => ledgerState(sql)));
+        expect(right, `round ${round}`).toEqual(left);
+        for (const i of reserves) {
+          const step = steps[i] as BatchStep;
+          const granted = answers.map((rows) => rows[position.get(i) as number]);
+          if (granted[0]?.granted)
+            holds.set(step.request, {
+              key: step.key,
+              amount: step.amount as number,
+              ids: granted.map((row) => row?.reservation ?? null),
+            });
+        }
+      }
+      // The batches met every limit: settles capped by credits and by the token, reserves refused,
+      // budget events, late steps; and most settles of the plain keys went in bulk.
+      expect(outcomes.get('capped')).toBeGreaterThan(2);
+      expect(outcomes.get('refused')).toBeGreaterThan(10);
+      expect(outcomes.get('late')).toBeGreaterThan(2);
+      expect(outcomes.get('events')).toBeGreaterThan(0);
+    } finally {
+      await Promise.all(sqls.map((sql) => sql.end()));
+      await Promise.all(stores.map((store) => store.close()));
+      await Promise.all([before.drop(), now.drop()]);
+    }
+  });
+
+  it("settles a plain key's batch without the one-step function, and a key with budgets with it", () =>
+    onNewStore(async (store, sql) => {
+      await store.createKey(newKey({ id: 'key_bulk', creditsMicro: 1_000_000_000 }));
+      await store.createKey(newKey({ id: 'key_limited', creditsMicro: 1_000_000_000 }));
+      await store.setBudgets(
+        { kind: 'key', id: 'key_limited' },
+        [{ window: 'day', limitMicro: 900_000_000, mode: 'hard' }],
+        Date.now(),
+      );
+      const at = Date.now();
+      const reserve = (key: string, request: string) => ({
+        op: 'reserve',
+        key,
+        request,
+        amount: 5_000,
+        at,
+        staleBefore: at - 60_000,
+        token: null,
+        starts: windowStarts(at),
+        deadline: at + 60_000,
+      });
+      const settle = (key: string, request: string, reservation: number) => ({
+        op: 'settle',
+        key,
+        request,
+        reservation,
+        cost: 3_000,
+        staleBefore: at - 60_000,
+        input: 3,
+        output: 1,
+        questions: 1,
+        status: 200,
+        elapsed: 4,
+        at,
+        route: 'default',
+        upstream: 'systemone',
+        cached: false,
+        token: null,
+        subject: null,
+        starts: windowStarts(at),
+        deadline: at + 60_000,
+        decision: { questions: '{}', reused: null },
+      });
+      const apply = (steps: object[]) =>
+        sql<StepRow[]>`SELECT * FROM dg_apply(${JSON.stringify(steps)}::text::jsonb) ORDER BY step`;
+      const held = await apply(
+        ['a', 'b', 'c'].flatMap((r) => [reserve('key_bulk', r), reserve('key_limited', `l${r}`)]),
+      );
+      // From here a settle that reaches the one-step function fails its batch.
+      await sql.unsafe(`ALTER FUNCTION dg_step_settle RENAME TO dg_step_settle_kept;
+        CREATE FUNCTION dg_step_settle(p_reservation bigint, p_request text, p_key text, p_cost bigint, p_stale_before bigint,
+          p_input integer, p_output integer, p_questions integer, p_status integer, p_elapsed integer, p_at bigint,
+          p_route text, p_upstream text, p_cached boolean, p_token text, p_subject text, p_starts jsonb)
+        RETURNS TABLE (debit bigint, events jsonb) LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'settled one at a time: %', p_request; END $$;`);
+      const settles = ['a', 'b', 'c'].map((r, i) => settle('key_bulk', r, Number(held[2 * i]?.reservation)));
+      const rows = await apply([...settles, reserve('key_bulk', 'd')]);
+      expect(
+        rows.map((row) => [row.step, row.granted, row.debit === null ? null : Number(row.debit)]),
+      ).toEqual([
+        [0, true, 3_000],
+        [1, true, 3_000],
+        [2, true, 3_000],
+        [3, true, null],
+      ]);
+      expect((await store.getKey('key_bulk'))?.creditsMicro).toBe(1_000_000_000 - 9_000);
+      expect(await sql`SELECT request_id FROM decision_records ORDER BY request_id`).toEqual(
+        ['a', 'b', 'c'].map((request_id) => ({ request_id })),
+      );
+      const budgeted = ['a', 'b'].map((r, i) =>
+        settle('key_limited', `l${r}`, Number(held[2 * i + 1]?.reservation)),
+      );
+      await expect(apply(budgeted)).rejects.toThrow(/settled one at a time: la/);
     }));
 
   it('charges a settle whose hold the server lost (a reserve never flushed) as it charges one swept as stale', () =>
