@@ -29,7 +29,7 @@ describe('released migrations', () => {
       [11, '0843e2e2f2ff4871'],
       [12, '964a46c17541ec75'],
       [13, '9ce89b423db394ed'],
-      [14, 'fd04efb61b3dba6f'],
+      [14, '685c7f2bc3740763'],
     ]);
   });
 

@@ -28,44 +28,61 @@ export const LOCK_KEYS_THEN_PROJECTS = `PERFORM 1 FROM api_keys k
         ORDER BY p.id FOR UPDATE;`;
 
 /**
- * Migration 14's first pass over a batch (see `dgApply`). A key is plain in the batch when its
- * credits (if capped) cover every live hold and every reserve of the batch at once: its holds are
- * summed from the earliest `staleBefore` of its steps, so they are never fewer than any one step
- * counts, and each settle's own hold counts among them. Then a settle's cap (what the key can cover
- * beside its other holds) is at least its own hold, whatever settles before it, and each reserve
- * is granted as it would have been, though the `available` it answers (read only on a refusal) may
- * count settles that came after it.
+ * Migration 14's first pass over a batch (see `dgApply`). A key is plain in the batch when nothing
+ * in it can take the key to a limit: no browser token on any of its steps, no budget on its project,
+ * its credits (if capped) cover every live hold and every reserve of the batch at once, and so
+ * does every hard budget of the key beside what it has spent this window; no soft budget of the
+ * key would reach 80 % with every settle's full cost; and all its steps fall in the same windows.
+ * Its holds are summed from the earliest `staleBefore` of its steps, so they are never fewer than
+ * any one step counts, and each settle's own hold counts among them. Then a settle's cap (what the
+ * key or a budget can cover beside its other holds) is at least its own hold, whatever settles
+ * before it, no settle crosses a soft budget's threshold (so none has an event to tell), and each
+ * reserve is granted as it would have been, though the `available` it answers (read only on a
+ * refusal) may count settles that came after it.
  *
  * Only a key whose settles all find their holds goes in bulk, and none with a release in the batch:
  * the loop's steps of a bulk key are then reserves, which leave `last_used_at` alone, so its last
  * settle in the batch's order sets it last, as one at a time. A settle asked again (its hold gone)
  * or one whose hold was lost goes to the loop with the rest of its key's steps. A settle late at
- * this point is left to the loop, which answers it `late` and writes nothing.
+ * this point is left to the loop, which answers it `late` and writes nothing. A bulk key's budgets
+ * take the sum of its debits once, as each settle would have added its own.
  */
 const PLAIN_SETTLES = `
           SELECT array_agg(b.key) INTO v_plain
           FROM (SELECT s.key, bool_and(s.token IS NULL) AS tokenless,
                        COALESCE(SUM(s.amount) FILTER (WHERE s.op = 'reserve'), 0) AS reserving,
-                       MIN(s."staleBefore") AS stale_before
+                       COALESCE(SUM(s.cost) FILTER (WHERE s.op = 'settle'), 0) AS settling,
+                       MIN(s."staleBefore") AS stale_before,
+                       count(DISTINCT s.starts) = 1 AS one_window, (array_agg(s.starts))[1] AS starts
                 FROM jsonb_to_recordset(p_steps)
-                  AS s(op text, key text, token text, amount bigint, "staleBefore" bigint, reservation bigint)
+                  AS s(op text, key text, token text, amount bigint, cost bigint, "staleBefore" bigint,
+                       reservation bigint, starts jsonb)
                 GROUP BY 1
                 HAVING bool_or(s.op = 'settle') AND NOT bool_or(s.op = 'release')
                    AND bool_and(s.op <> 'settle' OR s.reservation IS NOT NULL)) b
           JOIN api_keys k ON k.id = b.key
+          CROSS JOIN LATERAL (SELECT COALESCE(SUM(r.amount_micro), 0) AS held FROM reservations r
+                              WHERE r.key_id = k.id AND r.created_at >= b.stale_before) h
           WHERE b.tokenless
-            AND NOT EXISTS (SELECT 1 FROM budgets bu WHERE bu.holder = k.id OR bu.holder = k.project_id)
-            AND (k.credits_micro IS NULL OR k.credits_micro - b.reserving >=
-                 (SELECT COALESCE(SUM(r.amount_micro), 0) FROM reservations r
-                  WHERE r.key_id = k.id AND r.created_at >= b.stale_before));
+            AND NOT EXISTS (SELECT 1 FROM budgets bu WHERE bu.holder = k.project_id)
+            AND (k.credits_micro IS NULL OR k.credits_micro - b.reserving >= h.held)
+            AND NOT EXISTS (
+              SELECT 1 FROM budgets bu
+              CROSS JOIN LATERAL (SELECT CASE WHEN bu.window_start = (b.starts->>bu.period)::bigint
+                                              THEN bu.spent_micro ELSE 0 END AS spent) w
+              WHERE bu.holder = k.id
+                AND (NOT b.one_window
+                     OR (bu.mode = 'hard' AND bu.limit_micro - w.spent - b.reserving < h.held)
+                     OR (bu.mode = 'soft' AND (w.spent + b.settling) * 5 >= bu.limit_micro * 4)));
           IF v_plain IS NOT NULL THEN
             WITH settles AS (
               SELECT s.*, (s.n - 1)::integer AS i
               FROM ROWS FROM (jsonb_to_recordset(p_steps) AS (op text, key text, request text, reservation bigint,
                      cost bigint, input integer, output integer, questions integer, status integer, elapsed integer,
-                     at bigint, route text, upstream text, cached boolean, subject text, deadline bigint, decision jsonb))
+                     at bigint, route text, upstream text, cached boolean, subject text, deadline bigint, decision jsonb,
+                     starts jsonb))
                 WITH ORDINALITY AS s(op, key, request, reservation, cost, input, output, questions, status, elapsed, at,
-                                     route, upstream, cached, subject, deadline, decision, n)
+                                     route, upstream, cached, subject, deadline, decision, starts, n)
               WHERE s.op = 'settle' AND s.key = ANY(v_plain)
                 AND s.deadline >= (extract(epoch FROM clock_timestamp()) * 1000)::bigint),
             found AS (
@@ -83,6 +100,15 @@ const PLAIN_SETTLES = `
               FROM (SELECT h.key, SUM(h.debit) AS total, (array_agg(h.at ORDER BY h.i DESC))[1] AS at
                     FROM held h GROUP BY 1) d
               WHERE k.id = d.key),
+            spent AS (
+              UPDATE budgets bu SET
+                spent_micro = CASE WHEN bu.window_start = (d.starts->>bu.period)::bigint THEN bu.spent_micro + d.total
+                                   WHEN bu.window_start < (d.starts->>bu.period)::bigint THEN d.total
+                                   ELSE bu.spent_micro END,
+                window_start = GREATEST(bu.window_start, (d.starts->>bu.period)::bigint)
+              FROM (SELECT h.key, SUM(h.debit) AS total, (array_agg(h.starts))[1] AS starts
+                    FROM held h GROUP BY 1 HAVING SUM(h.debit) > 0) d
+              WHERE bu.holder = d.key),
             recorded AS (
               INSERT INTO usage_records (request_id, key_id, credits_micro, input_tokens, output_tokens, questions,
                                          status, elapsed_ms, at, route, upstream, cached, token_id, subject)
@@ -368,11 +394,10 @@ $fn$;`,
  * waits, flushing every reserve before it too.
  *
  * 14: a batch of several steps first settles, all at once, the settles that find their hold and
- * whose key is plain in this batch: no budget on it or its project, no browser token on any of its
- * steps, and credits (if capped) enough for every live hold, every reserve and every settle's
- * full cost in the batch at once. Then no step of that key can meet a limit in any order, so each
- * settle debits its cost up to its hold, exactly as one at a time, and each reserve is granted as
- * it would be; what the steps' functions spend on each settle alone (a call, five statements and a
+ * whose key is plain in this batch (`PLAIN_SETTLES`: nothing in the batch can take it to a limit of
+ * its credits or budgets). Then no step of that key can meet a limit in any order, so each settle
+ * debits its cost up to its hold, exactly as one at a time, and each reserve is granted as it would
+ * be; what the steps' functions spend on each settle alone (a call, five statements and a
  * decision's call) is spent once for the batch. The batch's other steps run one by one as before.
  */
 function dgApply(migration: 12 | 13 | 14): string {

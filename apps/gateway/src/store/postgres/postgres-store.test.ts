@@ -227,6 +227,11 @@ describe('PostgreSQL store', () => {
         budgeted: newKey({ id: 'key_budgeted', creditsMicro: 1_000_000_000 }),
         tokened: newKey({ id: 'key_tokened', creditsMicro: 1_000_000_000 }),
         revoked: newKey({ id: 'key_revoked', creditsMicro: 1_000_000_000 }),
+        // Budgets far from their limits, but a soft one near 80 % now and then, and a minute window
+        // that batches straddle.
+        soft: newKey({ id: 'key_soft', creditsMicro: 1_000_000_000 }),
+        // A budget on its project: one at a time, always.
+        grouped: newKey({ id: 'key_grouped', creditsMicro: 1_000_000_000 }),
       };
       for (const store of stores) {
         for (const key of Object.values(keys)) await store.createKey(key);
@@ -248,12 +253,35 @@ describe('PostgreSQL store', () => {
           createdAt: start,
         });
         await store.revokeKey('key_revoked', start);
+        await store.setBudgets(
+          { kind: 'key', id: 'key_soft' },
+          [
+            { window: 'minute', limitMicro: 1_000_000_000, mode: 'hard' },
+            { window: 'day', limitMicro: 150_000, mode: 'soft' },
+          ],
+          start,
+        );
+        await store.createProject({ id: 'proj_budgeted', name: 'budgeted', createdAt: start });
+        await store.setKeyProject('key_grouped', 'proj_budgeted');
+        await store.setBudgets(
+          { kind: 'project', id: 'proj_budgeted' },
+          [{ window: 'day', limitMicro: 1_000_000_000, mode: 'hard' }],
+          start,
+        );
       }
 
       const random = seeded(48);
       const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
       // The tight key most often, so that its holds are in flight when its credits are lowered.
-      const keyIds = [...Object.values(keys).map((key) => key.id), 'key_tight', 'key_tight', 'key_budgeted'];
+      const keyIds = [
+        ...Object.values(keys).map((key) => key.id),
+        'key_tight',
+        'key_tight',
+        'key_budgeted',
+        'key_soft',
+        'key_soft',
+        'key_soft',
+      ];
       /** Holds granted, by request: each database's own id of it. */
       const holds = new Map<string, { key: string; amount: number; ids: (number | null)[] }>();
       const settled: { key: string; request: string; ids: (number | null)[] }[] = [];
@@ -272,7 +300,8 @@ describe('PostgreSQL store', () => {
         /** Each settle of a hold: what it debits unless a limit caps it. */
         const uncapped = new Map<number, number>();
         const ids: (number | null)[][] = [];
-        const at = () => start + round * 1_000 + steps.length;
+        // A batch spans seconds, so that some straddle a minute's window.
+        const at = () => start + round * 10_000 + steps.length * 1_000;
         const usage = (key: string, request: string, status: number) => ({
           ...usageOf(key, request, status, at()),
           cached: random() < 0.1,
@@ -285,7 +314,8 @@ describe('PostgreSQL store', () => {
           if (random() < 0.08)
             await Promise.all(sqls.map((sql) => sql`DELETE FROM reservations WHERE request_id = ${request}`));
           const release = random() < 0.2;
-          const cost = Math.floor(random() * hold.amount * 1.5);
+          // Now and then a request that cost nothing (a cached answer): its settle debits 0.
+          const cost = random() < 0.1 ? 0 : Math.floor(random() * hold.amount * 1.5);
           if (!release) uncapped.set(steps.length, Math.min(cost, hold.amount));
           steps.push({
             op: release ? 'release' : 'settle',
@@ -389,6 +419,12 @@ describe('PostgreSQL store', () => {
       for (const store of stores) {
         await store.createKey(newKey({ id: 'key_edge', creditsMicro: 10_000 }));
         await store.createKey(newKey({ id: 'key_order', creditsMicro: 10_000 }));
+        await store.createKey(newKey({ id: 'key_windows', creditsMicro: 1_000_000_000 }));
+        await store.setBudgets(
+          { kind: 'key', id: 'key_windows' },
+          [{ window: 'minute', limitMicro: 1_000_000_000, mode: 'hard' }],
+          start,
+        );
       }
       const at = start + 100_000;
       const reserve = (key: string, request: string, amount: number) => ({
@@ -465,6 +501,33 @@ describe('PostgreSQL store', () => {
         expect(await sql`SELECT count(*)::int AS n FROM reservations WHERE request_id = 'e4'`).toEqual([
           { n: 1 },
         ]);
+      // A key's settles on both sides of a minute's start: each window takes its own, as one at a
+      // time; and settles that debit nothing leave a budget's window where it was.
+      const minute = Math.ceil((start + 1_000_000) / 60_000) * 60_000;
+      const timed = <T extends object>(step: T, t: number) => ({
+        ...step,
+        at: t,
+        starts: windowStarts(t),
+        staleBefore: t - 60_000,
+      });
+      await both(() =>
+        ['w1', 'w2', 'w3', 'w4'].map((request, i) =>
+          timed(reserve('key_windows', request, 5_000), minute - 2_000 + i),
+        ),
+      );
+      const w = await Promise.all(['w1', 'w2', 'w3', 'w4'].map(holdOf));
+      await both((db) => [
+        timed(settle('key_windows', 'w1', w[0]?.[db], 1_000), minute - 100),
+        timed(settle('key_windows', 'w2', w[1]?.[db], 2_000), minute + 100),
+      ]);
+      await both((db) => [
+        timed(settle('key_windows', 'w3', w[2]?.[db], 0), minute + 120_000),
+        timed(settle('key_windows', 'w4', w[3]?.[db], 0), minute + 120_001),
+      ]);
+      for (const sql of sqls)
+        expect(
+          await sql`SELECT spent_micro::int AS spent, window_start::bigint = ${minute} AS now FROM budgets WHERE holder = 'key_windows'`,
+        ).toEqual([{ spent: 2_000, now: true }]);
       // The batches met every limit: settles capped by credits and by the token, reserves refused,
       // budget events, late steps; and most settles of the plain keys went in bulk.
       expect(outcomes.get('capped')).toBeGreaterThan(2);
@@ -478,13 +541,19 @@ describe('PostgreSQL store', () => {
     }
   });
 
-  it("settles a plain key's batch without the one-step function, and a key with budgets with it", () =>
+  it("settles a batch of a key far from its limits without the one-step function, and one near a budget's threshold with it", () =>
     onNewStore(async (store, sql) => {
       await store.createKey(newKey({ id: 'key_bulk', creditsMicro: 1_000_000_000 }));
       await store.createKey(newKey({ id: 'key_limited', creditsMicro: 1_000_000_000 }));
       await store.setBudgets(
-        { kind: 'key', id: 'key_limited' },
+        { kind: 'key', id: 'key_bulk' },
         [{ window: 'day', limitMicro: 900_000_000, mode: 'hard' }],
+        Date.now(),
+      );
+      // Two settles of 3,000 take this one past 80 % of its soft budget: the second has an event to tell.
+      await store.setBudgets(
+        { kind: 'key', id: 'key_limited' },
+        [{ window: 'day', limitMicro: 7_000, mode: 'soft' }],
         Date.now(),
       );
       const at = Date.now();
@@ -547,6 +616,10 @@ describe('PostgreSQL store', () => {
       expect(await sql`SELECT request_id FROM decision_records ORDER BY request_id`).toEqual(
         ['a', 'b', 'c'].map((request_id) => ({ request_id })),
       );
+      expect(await sql`SELECT holder, spent_micro::int AS spent FROM budgets ORDER BY holder`).toEqual([
+        { holder: 'key_bulk', spent: 9_000 },
+        { holder: 'key_limited', spent: 0 },
+      ]);
       const budgeted = ['a', 'b'].map((r, i) =>
         settle('key_limited', `l${r}`, Number(held[2 * i + 1]?.reservation)),
       );
