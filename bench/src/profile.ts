@@ -46,6 +46,12 @@ const DOOR = questionDoorFrom('BENCH_PROFILE_DOOR');
 const STORE = benchStoreFrom('BENCH_PROFILE_STORE');
 
 /**
+ * The gateway inherits this environment, so OTEL_* variables set for the profile trace its requests
+ * (docs/tracing.md); such a profile is printed, never written into docs/performance.md.
+ */
+const TRACED = Object.keys(process.env).some((name) => name.startsWith('OTEL_EXPORTER_OTLP_'));
+
+/**
  * V8's sampler (`--cpu-prof`) interrupts the serving thread at fixed intervals of wall time, so
  * time it spent preempted, or inside a system call while the kernel hands its bytes to the peer,
  * is charged to whatever it was doing, and the collector's helper threads are not sampled at all.
@@ -96,6 +102,7 @@ const PARTS: { part: string; url: RegExp }[] = [
   { part: 'MCP SDK: JSON-RPC, its schemas', url: /@modelcontextprotocol/ },
   { part: 'door translation', url: /apps\/gateway\/src\/doors\// },
   { part: 'upstream client: undici, retries', url: /undici|apps\/gateway\/src\/upstreams\// },
+  { part: 'tracing: OpenTelemetry', url: /@opentelemetry|protobufjs|apps\/gateway\/src\/telemetry\// },
   { part: 'logging: pino', url: /pino|sonic-boom|redact/ },
   { part: 'metrics: prom-client', url: /prom-client|apps\/gateway\/src\/metrics/ },
   { part: 'API key hashing', url: /apps\/gateway\/src\/auth\// },
@@ -306,7 +313,7 @@ async function main() {
     };
     const table = renderProfile(report);
     process.stdout.write(`\n${table}\n`);
-    if (DOOR === 'rest' && STORE === 'sqlite' && CONNECTIONS === 64 && UPSTREAM_MS === 0) {
+    if (DOOR === 'rest' && STORE === 'sqlite' && CONNECTIONS === 64 && UPSTREAM_MS === 0 && !TRACED) {
       writeFileSync(join(repoRoot, 'bench/results/profile.json'), `${JSON.stringify(report, null, 2)}\n`);
       updateDocSection('performance.md', 'profile', table);
     }
