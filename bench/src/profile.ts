@@ -25,6 +25,14 @@ import {
 } from './bench-support.ts';
 import { measureLoad, QUESTION_DOORS, questionDoorFrom, restTarget, type Target } from './load.ts';
 import { type Running, repoRoot, startProcess } from './processes.ts';
+import {
+  type CpuProfile,
+  chargePerfSamples,
+  chargeSamples,
+  type PerfCharges,
+  partsOf,
+  STARTUP,
+} from './profile-parts.ts';
 
 const SECONDS = Number(process.env.BENCH_PROFILE_SECONDS ?? 15);
 /**
@@ -76,140 +84,10 @@ function perfWorks(): boolean {
   }
 }
 
-/**
- * Node's native HTTP and socket work, as perf sees it: parsing, reads, writes, polling. Matched
- * only among a sample's innermost frames, before any JavaScript: every callback the event loop
- * runs has the loop's reads beneath it.
- */
-const NATIVE_IO =
-  /llhttp|node::\(anonymous namespace\)::Parser|node::StreamBase|node::LibuvStreamWrap|uv__read|uv__write|epoll_/;
-const NODE_HTTP = 'Node HTTP server, sockets';
+const PARTS = partsOf(STORE);
 
-/** V8's own functions that collect garbage, on the serving thread or its helpers. */
-const GC_FRAME =
-  /v8::internal::(Scavenge|MinorMarkCompact|MarkCompact|ConcurrentMarking|IncrementalMarking|Sweeper|Heap::|\w*Marking\w*Visitor|Evacuat|ArrayBufferSweeper)/;
-
-/** The parts of a request, matched against a frame's script URL; the first that matches wins. */
-const PARTS: { part: string; url: RegExp }[] = [
-  { part: 'PostgreSQL client: postgres.js', url: /\/postgres@/ },
-  { part: 'Redis client: ioredis', url: /ioredis|redis-parser|denque|cluster-key-slot/ },
-  {
-    part: `${STORE === 'postgres' ? 'PostgreSQL' : 'SQLite'} store: key lookup, reserve, settle`,
-    url: /apps\/gateway\/src\/store\/|better-sqlite3/,
-  },
-  { part: 'request validation: JSON, Zod', url: /packages\/contract\/src\/|\/zod@/ },
-  { part: 'answer checks', url: /packages\/questions\/src\// },
-  { part: 'MCP SDK: JSON-RPC, its schemas', url: /@modelcontextprotocol/ },
-  { part: 'door translation', url: /apps\/gateway\/src\/doors\// },
-  { part: 'upstream client: undici, retries', url: /undici|apps\/gateway\/src\/upstreams\// },
-  { part: 'tracing: OpenTelemetry', url: /@opentelemetry|protobufjs|apps\/gateway\/src\/telemetry\// },
-  { part: 'logging: pino', url: /pino|sonic-boom|redact/ },
-  { part: 'metrics: prom-client', url: /prom-client|apps\/gateway\/src\/metrics/ },
-  { part: 'API key hashing', url: /apps\/gateway\/src\/auth\// },
-  { part: 'envelopes', url: /apps\/gateway\/src\/http\/envelope/ },
-  { part: 'evaluation core', url: /apps\/gateway\/src\/core\// },
-  { part: 'Fastify', url: /fastify|find-my-way|avvio/ },
-  {
-    part: NODE_HTTP,
-    url: /node:_http|node:net|node:internal\/streams|node:events|node:stream/,
-  },
-  { part: 'start-up: module loading', url: /tsx|esbuild|node:internal\/modules/ },
-];
-const STARTUP = 'start-up: module loading';
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string };
-  children?: number[];
-}
-interface CpuProfile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
-
-/** Microseconds of samples per part (idle excluded). */
-function chargeSamples(profile: CpuProfile): Map<string, number> {
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const parent = new Map<number, number>();
-  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
-  const partOf = new Map<number, string>();
-  const chargeNode = (id: number): string => {
-    const known = partOf.get(id);
-    if (known !== undefined) return known;
-    const name = byId.get(id)?.callFrame.functionName;
-    let part = 'other JavaScript';
-    if (name === '(garbage collector)') part = 'garbage collection';
-    else if (name === '(idle)') part = 'idle';
-    else if (name === '(program)') part = 'V8 and native, unattributed';
-    else {
-      for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
-        const url = byId.get(at)?.callFrame.url ?? '';
-        const match = PARTS.find((p) => p.url.test(url));
-        if (match) {
-          part = match.part;
-          break;
-        }
-      }
-    }
-    partOf.set(id, part);
-    return part;
-  };
-  const total = new Map<string, number>();
-  profile.samples.forEach((id, i) => {
-    const part = chargeNode(id);
-    if (part !== 'idle') total.set(part, (total.get(part) ?? 0) + (profile.timeDeltas[i] ?? 0));
-  });
-  return total;
-}
-
-/**
- * Samples per part, from `perf script -F tid,ip,sym,dso`. A sample's frames run from the innermost
- * out; the first that is a part's (or the collector's) names it. A sample with no such frame is
- * the kernel's, or native code outside any part.
- */
-function chargePerfSamples(script: string): Map<string, number> {
-  const total = new Map<string, number>();
-  const charge = (frames: string[]) => {
-    if (frames.length === 0) return;
-    let part: string | undefined;
-    let inJavaScript = false;
-    for (const [depth, frame] of frames.entries()) {
-      inJavaScript ||= frame.includes(' JS:');
-      if (GC_FRAME.test(frame)) part = 'garbage collection';
-      else if (!inJavaScript && depth < 4 && NATIVE_IO.test(frame)) part = NODE_HTTP;
-      else part = PARTS.find((p) => p.url.test(frame))?.part;
-      if (part !== undefined) break;
-    }
-    if (part === undefined) {
-      const leaf = frames[0] ?? '';
-      part = leaf.includes('[kernel.kallsyms]')
-        ? 'kernel, outside any part'
-        : leaf.includes(' JS:')
-          ? 'other JavaScript'
-          : 'V8 and native, unattributed';
-    }
-    total.set(part, (total.get(part) ?? 0) + 1);
-  };
-  let frames: string[] = [];
-  for (const line of script.split('\n')) {
-    if (line.startsWith('\t') || line.startsWith(' ')) {
-      // A frame ("\t ip symbol (dso)"), or the sample's own line (its thread id alone).
-      if (/^\s*\d+\s*$/.test(line)) {
-        charge(frames);
-        frames = [];
-      } else frames.push(line);
-    } else if (line.trim() === '') {
-      charge(frames);
-      frames = [];
-    }
-  }
-  charge(frames);
-  return total;
-}
-
-/** The gateway's CPU sampled by `perf` for SECONDS, while it is loaded: samples per part. */
-async function perfProfile(gateway: Running, dir: string): Promise<Map<string, number>> {
+/** The gateway's CPU sampled by `perf` for SECONDS, while it is loaded: samples per part, of every thread and of the serving one. */
+async function perfProfile(gateway: Running, dir: string): Promise<PerfCharges> {
   const data = join(dir, 'perf.data');
   const pid = String(gateway.child.pid);
   const recording = spawn(
@@ -229,7 +107,7 @@ async function perfProfile(gateway: Running, dir: string): Promise<Map<string, n
   }).toString();
   // BENCH_PROFILE_OUT=path keeps the samples as `perf script` wrote them, for a closer look.
   if (process.env.BENCH_PROFILE_OUT) writeFileSync(process.env.BENCH_PROFILE_OUT, script);
-  return chargePerfSamples(script);
+  return chargePerfSamples(script, PARTS, gateway.child.pid as number);
 }
 
 /** Warm up, then load at CONNECTIONS: what the measured run gives, or a throw if any request failed. */
@@ -270,10 +148,14 @@ async function main() {
     const target = await QUESTION_DOORS[DOOR].target(`gateway ${DOOR}`, gateway, apiKey);
     let gw: Awaited<ReturnType<typeof loadProfiled>>;
     let charged: Map<string, number>;
+    // perf only: the serving thread's samples, a subset of `charged`.
+    let serving: Map<string, number> | undefined;
     if (SAMPLER === 'perf') {
       await measureLoad(target, CONNECTIONS, 3);
       // perf samples for as long as the load runs, side by side.
-      [gw, charged] = await Promise.all([loadProfiled(target, false), perfProfile(gateway, dir)]);
+      let perThread: PerfCharges;
+      [gw, perThread] = await Promise.all([loadProfiled(target, false), perfProfile(gateway, dir)]);
+      ({ all: charged, serving } = perThread);
       await gateway.stop();
       // The symbol map node wrote for perf.
       rmSync(join(tmpdir(), `perf-${gateway.child.pid}.map`), { force: true });
@@ -287,18 +169,22 @@ async function main() {
       if (file === undefined) throw new Error('the gateway wrote no CPU profile');
       // BENCH_PROFILE_OUT=path keeps the raw profile, for Chrome DevTools or a closer look.
       if (process.env.BENCH_PROFILE_OUT) copyFileSync(file, process.env.BENCH_PROFILE_OUT);
-      charged = chargeSamples(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile);
+      charged = chargeSamples(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile, PARTS);
     }
     charged.delete(STARTUP);
+    serving?.delete(STARTUP);
     const sampled = [...charged.values()].reduce((sum, us) => sum + us, 0);
     // Shares come from the profile; the per-request total from the CPU time /proc measured.
+    const usPerRequest = (samples: number) => (samples / sampled) * gw.cpuUsPerRequest;
     const parts = [...charged]
       .sort((a, b) => b[1] - a[1])
       .map(([part, us]) => ({
         part,
         share: us / sampled,
-        usPerRequest: (us / sampled) * gw.cpuUsPerRequest,
+        usPerRequest: usPerRequest(us),
+        ...(serving && { servingUsPerRequest: usPerRequest(serving.get(part) ?? 0) }),
       }));
+    const servingUs = serving && usPerRequest([...serving.values()].reduce((sum, n) => sum + n, 0));
     const report = {
       date: new Date().toISOString(),
       machine: { cores: cpus().length, cpu: cpus()[0]?.model ?? 'unknown', node: process.version },
@@ -309,6 +195,7 @@ async function main() {
       connections: CONNECTIONS,
       relay: base,
       gateway: gw,
+      ...(servingUs !== undefined && { servingUsPerRequest: servingUs }),
       parts,
     };
     const table = renderProfile(report);
@@ -332,17 +219,27 @@ function renderProfile(report: {
   store: BenchStore;
   relay: { rps: number; cpuUsPerRequest: number };
   gateway: { rps: number; cpuUsPerRequest: number };
-  parts: { part: string; share: number; usPerRequest: number }[];
+  /** perf only: the serving thread's CPU a request, the part that limits throughput. */
+  servingUsPerRequest?: number;
+  parts: { part: string; share: number; usPerRequest: number; servingUsPerRequest?: number }[];
 }): string {
+  const serving = report.servingUsPerRequest;
   return [
     `Profiled ${report.date.slice(0, 10)} on ${report.machine.cores} cores, Node ${report.machine.node}: the gateway through ${report.door}${report.store === 'postgres' ? ' on PostgreSQL with Redis rate limits' : ''} ${report.sampler === 'perf' ? 'sampled by `perf record -e cpu-clock` (CPU time, every thread)' : 'under `node --cpu-prof` (wall time of the serving thread)'} at c=${CONNECTIONS}${UPSTREAM_MS > 0 ? `, the upstream answering after ${UPSTREAM_MS} ms,` : ''} for ${SECONDS} s ` +
       `(${report.gateway.rps.toFixed(0)} req/s, ${report.gateway.cpuUsPerRequest.toFixed(0)} µs of CPU per request with the profiler on), ` +
-      `beside the baseline relay (${report.relay.rps.toFixed(0)} req/s, ${report.relay.cpuUsPerRequest.toFixed(0)} µs per request).`,
+      `beside the baseline relay (${report.relay.rps.toFixed(0)} req/s, ${report.relay.cpuUsPerRequest.toFixed(0)} µs per request).` +
+      (serving === undefined
+        ? ''
+        : ` Of the gateway's CPU, ${serving.toFixed(0)} µs a request (${((serving / report.gateway.cpuUsPerRequest) * 100).toFixed(0)} %) ran on its serving thread, the one that limits throughput; the rest on the call thread and the collector's helpers.`),
     '',
-    '| part of a gateway request | share of CPU | µs per request |',
-    '| --- | ---: | ---: |',
+    serving === undefined
+      ? '| part of a gateway request | share of CPU | µs per request |'
+      : '| part of a gateway request | share of CPU | µs per request | of which on the serving thread |',
+    serving === undefined ? '| --- | ---: | ---: |' : '| --- | ---: | ---: | ---: |',
     ...report.parts.map(
-      (p) => `| ${p.part} | ${(p.share * 100).toFixed(1)} % | ${p.usPerRequest.toFixed(1)} |`,
+      (p) =>
+        `| ${p.part} | ${(p.share * 100).toFixed(1)} % | ${p.usPerRequest.toFixed(1)} |` +
+        (p.servingUsPerRequest === undefined ? '' : ` ${p.servingUsPerRequest.toFixed(1)} |`),
     ),
   ].join('\n');
 }
