@@ -15,6 +15,9 @@ export const NODE_HTTP = 'Node HTTP server, sockets';
 export const GC_FRAME =
   /v8::internal::(Scavenge|MinorMarkCompact|MarkCompact|ConcurrentMarking|IncrementalMarking|Sweeper|Heap::|\w*Marking\w*Visitor|Evacuat|ArrayBufferSweeper)/;
 
+/** Module loading: the gateway's start, not a request's; left out of the profile. */
+export const STARTUP = 'start-up: module loading';
+
 /** A part of a request, matched against a frame's script URL. */
 export interface Part {
   part: string;
@@ -46,10 +49,9 @@ export function partsOf(store: BenchStore): Part[] {
       part: NODE_HTTP,
       url: /node:_http|node:net|node:internal\/streams|node:events|node:stream/,
     },
-    { part: 'start-up: module loading', url: /tsx|esbuild|node:internal\/modules/ },
+    { part: STARTUP, url: /tsx|esbuild|node:internal\/modules/ },
   ];
 }
-export const STARTUP = 'start-up: module loading';
 
 interface ProfileNode {
   id: number;
