@@ -17,6 +17,15 @@ afterAll(async () => {
   redis.disconnect();
 });
 
+/** Polls `done` until it holds, or fails after a generous deadline. */
+async function waitFor(done: () => boolean, deadlineMs = 10_000) {
+  const until = Date.now() + deadlineMs;
+  while (!done()) {
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 async function redisLimiter(): Promise<RateLimiter> {
   const limiter = createRedisRateLimiter({
     url: TEST_REDIS_URL,
@@ -62,6 +71,20 @@ describe.each([
     expect((await limiter.take('b', 1, 0)).ok).toBe(true);
   });
 
+  it('answers takes asked at once in the order they were asked, each from its own bucket', async () => {
+    const limiter = await open();
+    const decisions = await Promise.all(
+      (['a', 'b', 'a', 'b', 'a'] as const).map((key) => limiter.take(key, key === 'a' ? 2 : 1, 7_000)),
+    );
+    expect(decisions).toEqual([
+      { ok: true, left: 1 },
+      { ok: true, left: 0 },
+      { ok: true, left: 0 },
+      { ok: false, retryAfterMs: 60_000 },
+      { ok: false, retryAfterMs: 30_000 },
+    ]);
+  });
+
   it('never loses a take under concurrency: 100 at once on a limit of 30 admit exactly 30', async () => {
     const limiter = await open();
     const decisions = await Promise.all(Array.from({ length: 100 }, () => limiter.take('k', 30, 5_000)));
@@ -70,6 +93,45 @@ describe.each([
 });
 
 describe('the Redis limiter', () => {
+  it('asks Redis once for the takes of a turn of the event loop, at most 256 to a call', async () => {
+    const keyPrefix = `${prefix}${randomUUID()}:`;
+    const limiter = createRedisRateLimiter({ url: TEST_REDIS_URL, keyPrefix, onUnavailable: () => {} });
+    await limiter.connect();
+    closers.push(limiter.close);
+    // Redis's own account of the commands it was sent: those that name this limiter's buckets,
+    // leaving out the ones its script runs (other tests share this Redis).
+    const monitor = await new Redis(TEST_REDIS_URL).monitor();
+    const other = new Redis(TEST_REDIS_URL);
+    const seen: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (!source.includes('lua') && args.some((arg) => arg.startsWith(keyPrefix))) seen.push(args);
+    });
+    /** The limiter's calls since the last reading: Redis feeds MONITOR in the order it runs commands, so a marker sent after them comes after them. */
+    let marks = 0;
+    const calls = async () => {
+      const marker = `${keyPrefix}marker-${++marks}`;
+      await other.get(marker);
+      await waitFor(() => seen.some((args) => args.includes(marker)));
+      const before = seen.splice(0).filter((args) => !args.includes(marker));
+      return before.map((args) => args.filter((arg) => arg.startsWith(keyPrefix)).length);
+    };
+    try {
+      const takes = (n: number) =>
+        Promise.all(Array.from({ length: n }, (_, i) => limiter.take(`k${i}`, 10, 9_000)));
+      // The first call may be answered NOSCRIPT and sent again as EVAL: loaded before counting.
+      await takes(1);
+      await calls();
+
+      expect((await takes(10)).every((d) => d.ok)).toBe(true);
+      expect(await calls()).toEqual([10]);
+      expect(await takes(300)).toHaveLength(300);
+      expect(await calls()).toEqual([256, 44]);
+    } finally {
+      monitor.disconnect();
+      other.disconnect();
+    }
+  });
+
   it('is one bucket for every instance: two limiters on one Redis share it', async () => {
     const keyPrefix = `${prefix}shared:`;
     const [a, b] = [0, 1].map(() =>
