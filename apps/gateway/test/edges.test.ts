@@ -40,14 +40,6 @@ async function waitFor(condition: () => Promise<boolean>, what: string, timeoutM
   }
 }
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
-
 /** One raw request on a fresh socket, answered in full (the server closes or sends a length). */
 function raw(url: string, text: string): Promise<string> {
   const { hostname, port } = new URL(url);
@@ -71,27 +63,38 @@ function raw(url: string, text: string): Promise<string> {
 describe('process and start', () => {
   it('stops with pnpm start when pnpm gets SIGTERM, freeing the port', async () => {
     const cwd = workdir();
-    const port = await freePort();
+    // Port 0: the gateway takes a free port as it listens and logs it. A port picked beforehand
+    // could be taken by another process while `pnpm start` builds the console, and the gateway
+    // would then exit while that process answered in its place.
     const pnpm = spawn('pnpm', ['start'], {
       cwd: REPO,
       env: {
         ...process.env,
-        PORT: String(port),
+        PORT: '0',
         DATABASE_URL: `file:${join(cwd, 'g.db')}`,
         LOG_LEVEL: 'info',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
+    let err = '';
     pnpm.stdout?.on('data', (chunk) => {
       out += chunk;
     });
+    pnpm.stderr?.on('data', (chunk) => {
+      err += chunk;
+    });
     cleanups.push(() => pnpm.kill('SIGKILL'));
-    await waitFor(() => listening(port), 'the gateway to listen');
-    // Its line saying so may reach this pipe a moment after the port opens.
     const line = () => out.split('\n').find((l) => l.includes('"gateway listening"'));
-    await waitFor(async () => line() !== undefined, 'the gateway to say it listens');
-    const gatewayPid = (JSON.parse(line() as string) as { pid: number }).pid;
+    await waitFor(
+      async () => line() !== undefined || pnpm.exitCode !== null,
+      'the gateway to say it listens',
+    );
+    const listened = line();
+    if (listened === undefined) throw new Error(`pnpm start exited (${pnpm.exitCode}):\n${out}\n${err}`);
+    const { pid: gatewayPid, address } = JSON.parse(listened) as { pid: number; address: string };
+    const port = Number(new URL(address).port);
+    expect(await listening(port)).toBe(true);
     expect(gatewayPid).not.toBe(pnpm.pid);
     pnpm.kill('SIGTERM');
     await waitFor(async () => !(await listening(port)), 'the port to be freed');
