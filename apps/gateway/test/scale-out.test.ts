@@ -268,11 +268,11 @@ describe('a PostgreSQL gateway whose database goes away', () => {
 
 describe('a gateway whose Redis is down', () => {
   it('serves requests without a limit (fail open), says so once in a while, counts them, and is not ready', async () => {
-    // A port where nothing listens.
-    const probe = createServer();
-    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-    const { port } = probe.address() as { port: number };
-    await new Promise((resolve) => probe.close(resolve));
+    // A port that cuts every connection it is offered. Kept open for the whole test: a port
+    // closed after it was picked could be taken by another process before the gateway dials it.
+    const cutter = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => cutter.listen(0, '127.0.0.1', resolve));
+    const { port } = cutter.address() as { port: number };
     const own = await createTestDatabase();
     const instance = startGatewayProcess(cwd, {
       DATABASE_URL: own.url,
@@ -304,6 +304,7 @@ describe('a gateway whose Redis is down', () => {
       instance.child.kill('SIGKILL');
       await instance.exited;
       await own.drop();
+      await new Promise((resolve) => cutter.close(resolve));
     }
   });
 });
