@@ -3,6 +3,7 @@
 // loader. Node has this process listen on each socket it receives, so a connection accepted here
 // before the copy has gone back is passed back too: none is lost. Told `done`, it leaves once
 // every copy it holds has gone back and closed here (a disconnect waits for the handles queued).
+// Orphaned, it leaves at once (below).
 let sending = 0;
 let done = false;
 const leaveWhenDone = () => {
@@ -22,3 +23,14 @@ process.on('message', (message, listener) => {
     leaveWhenDone();
   });
 });
+
+// The gateway died before it said `done` (a crash or a kill -9 just after it started listening):
+// leave at once, or a socket this process holds keeps the port taken, its connections accepted
+// for no one, and the next gateway cannot listen. Node need not emit `disconnect` then (not when
+// the parent died before this process started), so the parent's pid, its first argument, is watched.
+const parent = Number(process.argv[2]);
+const orphaned = () => process.ppid !== parent;
+if (orphaned()) process.exit(0);
+setInterval(() => {
+  if (orphaned()) process.exit(0);
+}, 100).unref();

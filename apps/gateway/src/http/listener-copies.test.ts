@@ -1,9 +1,10 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { copyListener } from './listener-copies.ts';
 
@@ -91,6 +92,18 @@ async function acceptedPerTurn(
   return { perTurn: [...perTurn.values()], answered: Number(output.trim()) };
 }
 
+/** How a new connection to `port` on loopback fares: 'connected', or its error's code. */
+function connectionTo(port: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve('connected');
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code));
+  });
+}
+
 describe('copyListener', () => {
   it('without copies, a busy loop takes in one queued connection a turn (libuv#3696)', async () => {
     const server = await listening();
@@ -149,6 +162,49 @@ describe('copyListener', () => {
       expect(listed[2]).toBe('100');
     } finally {
       for (const copy of copies) copy.close();
+    }
+  });
+
+  it('lets the port go when the gateway dies before its copies have all come back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dg-listener-copies-'));
+    dirs.push(dir);
+    // A gateway in a process of its own: it listens, asks for copies, and dies `delay` ms later,
+    // before the copier is told it is done (at once: before the copier has even started).
+    const gateway = join(dir, 'gateway.mjs');
+    writeFileSync(
+      gateway,
+      `import { createServer } from 'node:http';
+import { copyListener } from ${JSON.stringify(new URL('./listener-copies.ts', import.meta.url).href)};
+const server = createServer((_request, response) => response.end('ok'));
+server.listen(0, '127.0.0.1', () => {
+  process.stdout.write(server.address().port + '\\n');
+  void copyListener(server, 16, 511);
+  setTimeout(() => process.exit(1), Number(process.argv[2]));
+});
+`,
+    );
+    for (const delay of [0, 20]) {
+      const child = spawn(
+        process.execPath,
+        ['--import', import.meta.resolve('tsx'), gateway, String(delay)],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+      let out = '';
+      child.stdout.on('data', (chunk) => {
+        out += chunk;
+      });
+      await new Promise((resolve) => child.once('exit', resolve));
+      const port = Number(out.trim());
+      expect(port).toBeGreaterThan(0);
+      // Refused once no process holds the socket (the copier leaves within ~100 ms of its parent).
+      let answer = await connectionTo(port);
+      for (let waited = 0; answer !== 'ECONNREFUSED' && waited < 10_000; waited += 100) {
+        await sleep(100);
+        answer = await connectionTo(port);
+      }
+      expect([delay, answer]).toEqual([delay, 'ECONNREFUSED']);
     }
   });
 

@@ -21,7 +21,8 @@ const COPIER_DEADLINE_MS = 10_000;
 export async function copyListener(server: Server, count: number, backlog: number): Promise<Server[]> {
   if (count === 0) return [];
   const handOver = (socket: Socket) => server.emit('connection', socket);
-  const child = fork(new URL('./copy-listener.mjs', import.meta.url), [], {
+  // Its argument is this process's pid: the copier leaves once this process is gone.
+  const child = fork(new URL('./copy-listener.mjs', import.meta.url), [String(process.pid)], {
     execArgv: [],
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
