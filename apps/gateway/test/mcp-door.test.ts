@@ -137,7 +137,7 @@ describe('the MCP door, through the official MCP SDK', () => {
     const lines = text(result).split('\n');
     const team = decided.answers.team?.probabilities?.billing ?? -1;
     expect(lines[0]).toBe(`team: billing (p=${team.toFixed(2)})`);
-    expect(lines[1]).toMatch(/^urgency: \d\.\d\d on 0–2 \(likeliest \d, p=\d\.\d\d\)$/);
+    expect(lines[1]).toMatch(/^urgency: \d\.\d\d on 0 to 2 \(likeliest \d, p=\d\.\d\d\)$/);
     expect(lines[2]).toBe(
       `refund: ${(decided.answers.refund?.noul ?? 0) >= 0.5} (p(true)=${decided.answers.refund?.noul?.toFixed(2)})`,
     );

@@ -32,7 +32,7 @@ export function isUnsure(answer: Answer, rule: UnsureRule): boolean {
   return behaviourOfType(answer.type).unsure(answer, rule);
 }
 
-/** An answer in one line of prose: `billing (p=0.80)`, `1.63 on 0–2 (likeliest 2, p=0.70)`, `true (p(true)=0.62)`. */
+/** An answer in one line of prose: `billing (p=0.80)`, `1.63 on 0 to 2 (likeliest 2, p=0.70)`, `true (p(true)=0.62)`. */
 export function summarizeAnswer(answer: Answer): string {
   return behaviourOfType(answer.type).summarize(answer);
 }

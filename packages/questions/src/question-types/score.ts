@@ -84,10 +84,12 @@ export const score: QuestionBehaviour<'score'> = {
     ),
 
   unsureBy: 'confidence',
+  // Plain ASCII, "0 to 2" rather than "0–2": one character beyond Latin-1 makes the MCP door's
+  // whole answer, decision and all, a two-byte string to write out and encode.
   summarize: (answer) => {
     const levels = Object.values(answer.probabilities);
     const likeliest = argmax(levels);
-    return `${answer.score.toFixed(2)} on 0–${levels.length - 1} (likeliest ${likeliest}, p=${probability(levels[likeliest] ?? 0)})`;
+    return `${answer.score.toFixed(2)} on 0 to ${levels.length - 1} (likeliest ${likeliest}, p=${probability(levels[likeliest] ?? 0)})`;
   },
 
   unsure: (answer, rule) => rule.confidenceBelow !== undefined && answer.confidence < rule.confidenceBelow,
