@@ -653,7 +653,7 @@ function renderTable(report: Report): string {
     '',
     `The relay doing only the storage work every request requires per request (key lookup, reservation, settlement with a usage record, through the gateway's Store) reaches ${report.floors.storeRelayVsBaselineAt64.toFixed(2)}× the bare relay at c=64; the gateway REST path reaches ${report.floors.restVsStoreRelayAt64.toFixed(2)}× of that.`,
     '',
-    `"gateway MCP decide" is the same decision as a \`decide\` tool call in one MCP session of the REST gateway (the JSON-RPC envelope and its checks, the decision measured as JSON for its reservation, the answer written out twice, as text and as structured content: see [the MCP door](#the-mcp-door)).`,
+    `"gateway MCP decide" is the same decision as a \`decide\` tool call in one MCP session of the REST gateway (the JSON-RPC envelope and its checks, the answer written out twice, as text and as structured content: see [the MCP door](#the-mcp-door)).`,
     '',
     slowResponsesLine(report),
     '',

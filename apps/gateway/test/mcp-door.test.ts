@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { failure, QUESTION_EXAMPLES } from '@decision-gateway/contract';
+import { failure, MODEL_ID, QUESTION_EXAMPLES } from '@decision-gateway/contract';
 import { createLexicalUpstream } from '@decision-gateway/questions';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -446,6 +446,41 @@ describe('Streamable HTTP’s own rules, judged by the door as the SDK’s trans
     expect(told.text).toBe('');
     return headers;
   }
+
+  it('a decision is measured for its reservation as REST measures a body: by the bytes of a one-message exchange, else as JSON', async () => {
+    const lexical = createLexicalUpstream();
+    const measured: number[] = [];
+    const upstream = scriptedUpstream(
+      (call) => lexical.answer(call),
+      (request, bytes) => {
+        measured.push(bytes);
+        return lexical.usageBound(request, bytes);
+      },
+    );
+    const gw = await startGateway({ upstream });
+    try {
+      const key = await gw.createKey({ credits: 10 });
+      const session = await openRaw(gw, key.key);
+      const decision = { state: STATE, questions: { refund: REFUND } };
+      const decide = (id: number) => ({
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'decide', arguments: decision },
+      });
+      // Written with room to spare, so that the body's bytes and the decision's own differ.
+      const roomy = JSON.stringify(decide(1), null, 2);
+      const one = await post(gw.url, '/mcp', roomy, session);
+      expect(one.body.result.isError).toBeUndefined();
+      const batch = await post(gw.url, '/mcp', [decide(2), decide(3)], session);
+      expect(batch.body).toHaveLength(2);
+      const asJson = Buffer.byteLength(JSON.stringify({ model: MODEL_ID, ...decision }));
+      expect(measured).toEqual([Buffer.byteLength(roomy), asJson, asJson]);
+      expect(Buffer.byteLength(roomy)).toBeGreaterThan(asJson);
+    } finally {
+      await gw.close();
+    }
+  });
 
   it('406 without both media types in Accept (and no session opens); 400 for a message that is not JSON-RPC, a second initialize, an unknown protocol version, a batch over 100', async () => {
     const gw = await startGateway({ mcpSessions: { max: 1 } });

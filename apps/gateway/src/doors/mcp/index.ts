@@ -77,6 +77,7 @@ async function exchange(
   const keyId = auth.principal.key.id;
 
   let parsedBody: unknown;
+  let bodyBytes: number | undefined;
   if (request.method === 'POST') {
     if (!isJsonMediaType(request.sentContentType))
       return sendFailure(
@@ -87,6 +88,8 @@ async function exchange(
     const decoded = decodeJsonBody(request.body as Buffer | undefined);
     if (!decoded.ok) return sendFailure(reply, decoded.error, 'mcp');
     parsedBody = decoded.value;
+    const { length } = request.body as Buffer;
+    if (!Array.isArray(parsedBody) && length <= LIMITS.maxBodyBytes) bodyBytes = length;
   }
 
   // A session's id names an open session of this key; without one, only `initialize` may come.
@@ -114,6 +117,7 @@ async function exchange(
     origin: originOf(request),
     startedAt: request.startedAt,
     trace: request.traceParent,
+    bodyBytes,
     nextRequestId() {
       if (!firstId) return newRequestId();
       firstId = false;

@@ -41,6 +41,12 @@ export interface McpHttpCall {
   /** performance.now() when the HTTP request arrived: a decision's elapsedMs counts from here. */
   startedAt: number;
   trace: TraceParent | undefined;
+  /**
+   * The body's length in bytes when it is one message no larger than a decision may be: that
+   * length bounds the call's decision, as REST's body length bounds its own. Otherwise undefined,
+   * and the decision is written out as JSON to be measured.
+   */
+  bodyBytes: number | undefined;
   /** The first tool call of a request takes the request's own id; any further one a new id. */
   nextRequestId(): string;
   /** Each tool call's outcome, for the request's log line, metrics and trace. */
@@ -138,7 +144,7 @@ async function decide(evaluate: Evaluate, args: unknown, http: McpHttpCall): Pro
     );
   // The request every door evaluates; the model is the gateway's (a wrong one is still named).
   const body = { model: MODEL_ID, ...rest };
-  const bytes = Buffer.byteLength(JSON.stringify(body));
+  const bytes = http.bodyBytes ?? Buffer.byteLength(JSON.stringify(body));
   if (bytes > LIMITS.maxBodyBytes)
     return refused(
       http,
