@@ -28,7 +28,7 @@ describe('summarizeAnswer: one line per answer, as the MCP door writes it', () =
     expect(summarizeAnswer({ type: 'noul', noul: 0.1 })).toBe('false (p(true)=0.10)');
   });
 
-  it('a line of every type is plain ASCII, so that the answer it is written into stays a one-byte string', () => {
+  it('the words of every type’s line are plain ASCII (only a caller’s own labels can be otherwise), so the answer they are written into stays a one-byte string', () => {
     const lines = [
       summarizeAnswer({
         type: 'choice',
