@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { median, range, rotated, sharesOf } from './in-turn.ts';
+import { median, range, ratioAgainst, rotated, sharesOf } from './in-turn.ts';
 
 const round = (rps: number, cpu: number) => ({ rps, cpu, rssKb: 0 });
 
@@ -42,5 +42,15 @@ describe('shares taken in turn', () => {
     expect(median([4, 1, 3, 2])).toBe(3);
     expect(() => median([])).toThrow(/no values/);
     expect(range([0.87, 0.97, 0.9])).toBe('0.87–0.97');
+  });
+});
+
+describe('a ratio printed against its bar', () => {
+  it('keeps two decimals unless they would round a miss up onto the bar', () => {
+    expect(ratioAgainst(0.8971, 0.9)).toBe('0.897');
+    expect(ratioAgainst(0.8949, 0.9)).toBe('0.89');
+    expect(ratioAgainst(0.9, 0.9)).toBe('0.90');
+    expect(ratioAgainst(0.9049, 0.9)).toBe('0.90');
+    expect(ratioAgainst(0.7499, 0.75)).toBe('0.7499');
   });
 });

@@ -29,6 +29,16 @@ export const median = (values: number[]) => {
 export const range = (values: number[]) =>
   `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`;
 
+/**
+ * A ratio held to at least `least`, as the tables print it: two decimals, or as many more as it takes
+ * not to round a miss up onto its bar (0.897 misses 0.9, and "0.90" beside "no" would read as a mistake).
+ */
+export const ratioAgainst = (value: number, least: number) => {
+  let digits = 2;
+  while (digits < 6 && value < least && Number(value.toFixed(digits)) >= least) digits++;
+  return value.toFixed(digits);
+};
+
 /** `items` starting from its `by`-th: each round starts with the next target, so none always follows the same one. */
 export const rotated = <T>(items: T[], by: number): T[] => [
   ...items.slice(by % items.length),
