@@ -494,27 +494,24 @@ function buildReport(
     if (taken === undefined) throw new Error(`no share of ${target} to ${reference} was taken in turn`);
     return taken;
   };
+  /** A figure held to at least `least`. */
+  const atLeast = (value: number, least: number) => ({
+    value,
+    least,
+    bar: `≥ ${least}`,
+    met: value >= least,
+  });
   /** A bar between two rows: that share, held to at least `least`. */
   const shareBar = (target: string, reference: string, least: number) => {
     const { rpsShare, rpsShareRange } = share(target, reference);
-    return { value: rpsShare, range: rpsShareRange, least, bar: `≥ ${least}`, met: rpsShare >= least };
+    return { ...atLeast(rpsShare, least), range: rpsShareRange };
   };
   /** Every door is held to 0.9× REST's throughput at c=64 on the same gateway. */
   const doorVsRest = (door: string) => shareBar(door, 'gateway REST', 0.9);
   const targets = {
     restThroughputAt64: shareBar('gateway REST', 'baseline relay', 0.5),
-    slowAt256: {
-      value: ratio(`gateway REST ${SLOW}`, 256).throughputRatio,
-      least: 0.9,
-      bar: '≥ 0.9',
-      met: ratio(`gateway REST ${SLOW}`, 256).throughputRatio >= 0.9,
-    },
-    slowAt1024: {
-      value: ratio(`gateway REST ${SLOW}`, 1024).throughputRatio,
-      least: 0.75,
-      bar: '≥ 0.75',
-      met: ratio(`gateway REST ${SLOW}`, 1024).throughputRatio >= 0.75,
-    },
+    slowAt256: atLeast(ratio(`gateway REST ${SLOW}`, 256).throughputRatio, 0.9),
+    slowAt1024: atLeast(ratio(`gateway REST ${SLOW}`, 1024).throughputRatio, 0.75),
     slowAddedP99Ms: {
       value: Math.max(
         ratio(`gateway REST ${SLOW}`, 256).addedP99Ms,
