@@ -241,8 +241,8 @@ async function main() {
       "Medians over trials (ranges over trials in brackets). RSS rise per connection: how far the resident set rose above where it stood at the start of a round, at the highest round of a trial, over the connections (with a slow upstream, what each request in flight costs, held or awaiting collection); each trial's in brackets.",
       ...others.map(
         ({ ref, name }) =>
-          `This checkout beside ${ref}, trial by trial: req/s ${median(paired(name, 'rps')).toFixed(3)}× (${range(paired(name, 'rps'))}), ` +
-          `CPU per request ${median(paired(name, 'cpu')).toFixed(3)}× (${range(paired(name, 'cpu'))}).`,
+          `This checkout beside ${ref}, trial by trial: req/s ${median(paired(name, 'rps')).toFixed(3)}× (${range(paired(name, 'rps'), 3)}), ` +
+          `CPU per request ${median(paired(name, 'cpu')).toFixed(3)}× (${range(paired(name, 'cpu'), 3)}).`,
       ),
     ];
     process.stdout.write(`\n${lines.join('\n')}\n`);

@@ -42,6 +42,8 @@ describe('shares taken in turn', () => {
     expect(median([4, 1, 3, 2])).toBe(3);
     expect(() => median([])).toThrow(/no values/);
     expect(range([0.87, 0.97, 0.9])).toBe('0.87–0.97');
+    // As precise as the median beside it: 1.014 must not print as 1.01 beside a median of 1.012.
+    expect(range([0.96, 1.0141, 1.012], 3)).toBe('0.960–1.014');
   });
 });
 

@@ -25,9 +25,12 @@ export const median = (values: number[]) => {
   return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 };
 
-/** "0.87–0.97": the lowest and highest of some ratios, as the tables print them. */
-export const range = (values: number[]) =>
-  `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`;
+/**
+ * "0.87–0.97": the lowest and highest of some ratios, as the tables print them; with as many
+ * decimals as the median printed beside them, or "1.012× (0.96–1.01)" reads as a median outside its range.
+ */
+export const range = (values: number[], digits = 2) =>
+  `${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)}`;
 
 /**
  * A ratio held to at least `least`, as the tables print it: two decimals, or as many more as it takes

@@ -663,7 +663,9 @@ function renderTable(report: Report): string {
 
 const yes = (met: boolean) => (met ? 'yes' : '**no**');
 /** A bar read in turn: its median share, and the rounds' lowest and highest. */
-const shareOf = (bar: { value: number; range: [number, number]; least: number }) =>
-  `${ratioAgainst(bar.value, bar.least)}× (${range(bar.range)})`;
+const shareOf = (bar: { value: number; range: [number, number]; least: number }) => {
+  const value = ratioAgainst(bar.value, bar.least);
+  return `${value}× (${range(bar.range, value.length - value.indexOf('.') - 1)})`;
+};
 
 await main();
