@@ -4,7 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loopbackServer } from '../../test/support/loopback.ts';
-import { type CallPlace, CallThread, callThread, makeCall, servingThreadBusy } from './call-thread.ts';
+import { servingThreadLoad } from '../serving-thread.ts';
+import { type CallPlace, CallThread, callThread, makeCall } from './call-thread.ts';
 
 const closers: (() => Promise<void>)[] = [];
 const serve = (listener: RequestListener) => loopbackServer(listener, closers);
@@ -30,7 +31,7 @@ const POST = { path: '/v1/x', method: 'POST', headers: {}, body: Buffer.from('{"
 /** The serving thread's load, as the gate reads it: the next window starts now. */
 async function newWindow() {
   await sleep(120);
-  servingThreadBusy();
+  servingThreadLoad();
 }
 
 /** A window in which the serving thread's loop is busy throughout. */

@@ -1,6 +1,6 @@
-import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type { Dispatcher } from 'undici';
+import { servingThreadLoad } from '../serving-thread.ts';
 import { type CallResult, CLOSED, httpCall } from './http-call.mjs';
 
 /**
@@ -34,14 +34,13 @@ export interface ThreadCall {
   deadlineAt: number;
 }
 
-/** How much of the last window the serving thread's loop must have been busy for calls to go over. */
-const BUSY_SHARE = 0.9;
-const WINDOW_MS = 100;
 /**
  * And how many upstream calls must be under way: a call handed over waits for two wake-ups, which
  * costs a gateway with few requests in flight more of its throughput than the other core gives it.
  */
 const MIN_IN_FLIGHT = 16;
+/** How much of the last window the serving thread's loop must have been busy for calls to go over. */
+const BUSY_SHARE = 0.9;
 
 /** Where an upstream's calls are made (`UpstreamHttpOptions.callThread`). */
 export type CallPlace = 'when-busy' | 'never';
@@ -61,7 +60,7 @@ export function makeCall(
   limit: number,
   deadlineAt: number,
 ): Promise<CallResult> {
-  const off = place === 'when-busy' && inFlight >= MIN_IN_FLIGHT && servingThreadBusy();
+  const off = place === 'when-busy' && inFlight >= MIN_IN_FLIGHT && servingThreadLoad() >= BUSY_SHARE;
   inFlight++;
   const made = off
     ? callThread.call(threadPool, origin, request, limit, deadlineAt)
@@ -81,22 +80,6 @@ export interface CallRequest {
   method: string;
   headers: Record<string, string>;
   body: Buffer;
-}
-
-let sample = performance.eventLoopUtilization();
-let sampledAt = performance.now();
-let busy = false;
-
-/** Whether the serving thread's event loop was busy for at least BUSY_SHARE of the last window. */
-export function servingThreadBusy(): boolean {
-  const now = performance.now();
-  if (now - sampledAt >= WINDOW_MS) {
-    const next = performance.eventLoopUtilization();
-    busy = performance.eventLoopUtilization(next, sample).utilization >= BUSY_SHARE;
-    sample = next;
-    sampledAt = now;
-  }
-  return busy;
 }
 
 /** The process's call thread, started by its first call. */

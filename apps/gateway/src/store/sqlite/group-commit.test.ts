@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { createGroupCommit } from './group-commit.ts';
+import { type BatchHooks, createGroupCommit } from './group-commit.ts';
 
 function setup() {
   const db = new Database(':memory:');
@@ -86,5 +86,88 @@ describe('group commit', () => {
     // With nothing queued, a background write starts at once.
     await turns.beforeBackgroundWrite();
     turns.afterBackgroundWrite();
+  });
+
+  describe('a long turn', () => {
+    /** A group commit whose clock and early-commit verdict the test sets; it counts commits. */
+    function early() {
+      const db = new Database(':memory:');
+      db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)');
+      const clock = { now: 0, allowed: true, commits: 0 };
+      const hooks: BatchHooks = {
+        opSucceeded() {},
+        opFailed() {},
+        beforeCommit() {
+          clock.commits++;
+        },
+        reset() {},
+      };
+      const { write, turns } = createGroupCommit(db, undefined, undefined, hooks, {
+        afterMs: 2,
+        allowed: () => clock.allowed,
+        now: () => clock.now,
+      });
+      const insert = (id: number) =>
+        write(() => db.prepare('INSERT INTO t (id, v) VALUES (?, 1)').run(id).changes);
+      const rows = () => (db.prepare('SELECT COUNT(*) AS n FROM t').get() as { n: number }).n;
+      return { clock, insert, rows, turns };
+    }
+
+    it('commits its writes before it ends once the first has waited 2 ms, and the rest at its end', async () => {
+      const { clock, insert, rows } = early();
+      const first = insert(1);
+      clock.now = 1.9;
+      const second = insert(2);
+      expect(rows()).toBe(0); // the first has waited 1.9 ms: the turn's writes still wait
+      clock.now = 2;
+      const third = insert(3);
+      // Committed within the turn, before any await: their callers go on at once.
+      expect(rows()).toBe(3);
+      expect(clock.commits).toBe(1);
+      const fourth = insert(4);
+      expect(rows()).toBe(3);
+      await expect(Promise.all([first, second, third, fourth])).resolves.toEqual([1, 1, 1, 1]);
+      // The turn's own commit took the fourth, and no empty batch was committed after it.
+      expect(rows()).toBe(4);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(clock.commits).toBe(2);
+    });
+
+    it('commits nothing more at its end when every write of it was committed early', async () => {
+      const { clock, insert, rows } = early();
+      const writes = [insert(1)];
+      clock.now = 3;
+      writes.push(insert(2));
+      expect(clock.commits).toBe(1);
+      await Promise.all(writes);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(rows()).toBe(2);
+      expect(clock.commits).toBe(1);
+    });
+
+    it('waits for the turn to end while early commits are not allowed', async () => {
+      const { clock, insert, rows } = early();
+      clock.allowed = false;
+      const writes = [insert(1)];
+      clock.now = 50;
+      writes.push(insert(2), insert(3));
+      expect(rows()).toBe(0);
+      await Promise.all(writes);
+      expect(rows()).toBe(3);
+      expect(clock.commits).toBe(1);
+    });
+
+    it('never commits early while a background write holds the lock', async () => {
+      const { clock, insert, rows, turns } = early();
+      await turns.beforeBackgroundWrite();
+      const writes = [insert(1)];
+      clock.now = 50;
+      writes.push(insert(2));
+      expect(rows()).toBe(0);
+      turns.afterBackgroundWrite();
+      await Promise.all(writes);
+      expect(rows()).toBe(2);
+      expect(clock.commits).toBe(1);
+    });
   });
 });

@@ -51,15 +51,30 @@ export interface WriteTurns {
   afterBackgroundWrite(): void;
 }
 
+/**
+ * When a turn's writes may commit before the turn ends: once its first write has waited `afterMs`,
+ * if `allowed()` says so. A long turn otherwise holds its first requests (and their upstream calls)
+ * until its last one has queued its write; committing early costs a commit more, which only a
+ * thread with time to spare should pay.
+ */
+export interface EarlyCommit {
+  afterMs: number;
+  allowed: () => boolean;
+  now: () => number;
+}
+
 export function createGroupCommit(
   db: Database.Database,
   beforeBatch: () => void = () => {},
   /** What a failure becomes for the caller (e.g. storage trouble → the store's own error). */
   classify: (error: unknown) => unknown = (error) => error,
   hooks: BatchHooks = NO_HOOKS,
+  early?: EarlyCommit,
 ): { write: <T>(run: () => T) => Promise<T>; turns: WriteTurns } {
   let queue: Pending[] = [];
   let scheduled = false;
+  /** When the queue's first write was queued (with `early`). */
+  let firstQueuedAt = 0;
   /** Background write transactions holding (or about to hold) the write lock. */
   let backgroundWrites = 0;
   /** Background writes waiting for the queued writes to commit. */
@@ -102,7 +117,7 @@ export function createGroupCommit(
     const batch = queue;
     queue = [];
     try {
-      commit(batch);
+      if (batch.length > 0) commit(batch);
     } finally {
       // The background writes that waited for this batch may go now.
       const go = waiting;
@@ -136,6 +151,19 @@ export function createGroupCommit(
     });
   }
 
+  /** The queued writes commit now, the turn not over, if the first has waited long enough. */
+  function commitEarly({ afterMs, allowed, now }: EarlyCommit) {
+    if (queue.length === 1) {
+      firstQueuedAt = now();
+      return;
+    }
+    if (backgroundWrites > 0 || now() - firstQueuedAt < afterMs || !allowed()) return;
+    // The turn's own flush stays scheduled: it commits whatever the rest of the turn queues.
+    const batch = queue;
+    queue = [];
+    commit(batch);
+  }
+
   const schedule = () => {
     if (!scheduled && backgroundWrites === 0 && queue.length > 0) {
       scheduled = true;
@@ -147,6 +175,7 @@ export function createGroupCommit(
     write<T>(run: () => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
+        if (early !== undefined) commitEarly(early);
         schedule();
       });
     },

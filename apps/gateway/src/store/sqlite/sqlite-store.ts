@@ -1,13 +1,14 @@
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { servingThreadSteadyLoad } from '../../serving-thread.ts';
 import { assertUpgraded, pendingMigrations } from '../shared-rules.ts';
 import { type Store, StoreUnavailableError } from '../store.ts';
 import { type BackgroundConnection, openBackgroundConnection } from './background-connection.ts';
 import { sqliteBudgets } from './budgets.ts';
 import { sqliteCredits } from './credits.ts';
 import { sqliteDecisions } from './decisions.ts';
-import { createGroupCommit } from './group-commit.ts';
+import { createGroupCommit, type EarlyCommit } from './group-commit.ts';
 import { sqliteKeys } from './keys.ts';
 import { sqliteLearning } from './learning.ts';
 import { MIGRATIONS } from './migrations.ts';
@@ -23,6 +24,13 @@ import { sqliteUsage } from './usage.ts';
  * stall every request behind it).
  */
 const CHECKPOINT_EVERY_MS = 1_000;
+
+/** A long turn's writes commit once its first has waited 2 ms, while the serving thread has time to spare. */
+const EARLY_COMMIT: EarlyCommit = {
+  afterMs: 2,
+  allowed: () => servingThreadSteadyLoad() < 0.8,
+  now: () => performance.now(),
+};
 
 const TROUBLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|PROTOCOL|NOTADB|CORRUPT)/;
 
@@ -109,15 +117,21 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   const rollups = createRollupBatch(db);
   /** Whether this connection wrote since the background connection's last checkpoint (migrations count). */
   let wrote = true;
-  const { write, turns } = createGroupCommit(db, assertSameFile, storageTrouble, {
-    opSucceeded: rollups.opSucceeded,
-    opFailed: rollups.opFailed,
-    beforeCommit() {
-      rollups.flush();
-      wrote = true;
+  const { write, turns } = createGroupCommit(
+    db,
+    assertSameFile,
+    storageTrouble,
+    {
+      opSucceeded: rollups.opSucceeded,
+      opFailed: rollups.opFailed,
+      beforeCommit() {
+        rollups.flush();
+        wrote = true;
+      },
+      reset: rollups.reset,
     },
-    reset: rollups.reset,
-  });
+    EARLY_COMMIT,
+  );
   /** A write outside group commit (admin and CLI): the same file check, the same error for trouble. */
   const guarded = <T>(run: () => T): T => {
     try {
