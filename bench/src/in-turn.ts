@@ -68,9 +68,10 @@ export interface InTurnOptions {
   rounds: number;
   seconds: number;
   connections: number;
-  /** Each round starts with the next target (default), or every round in the targets' order. */
-  rotate?: boolean;
-  /** Which round the first one counts as, for the rotation: a run of several starts each with the next target. */
+  /**
+   * Each round starts with the next target, counting rounds from this one (default 0): a run of
+   * several trials starts each with the next target too.
+   */
   firstRound?: number;
   /** Run before each round, e.g. a VACUUM of a database its targets share. */
   beforeRound?: () => Promise<void>;
@@ -87,8 +88,7 @@ export async function measureInTurn(
   const readings = new Map<string, Reading[]>(targets.map((target) => [target.name, []]));
   for (let round = 0; round < options.rounds; round++) {
     await options.beforeRound?.();
-    const order = options.rotate === false ? targets : rotated(targets, round + (options.firstRound ?? 0));
-    for (const target of order) {
+    for (const target of rotated(targets, round + (options.firstRound ?? 0))) {
       const m = await measureLoad(target, options.connections, options.seconds);
       if (m.errors > 0) throw new Error(`${m.errors} requests to ${target.name} failed in a round`);
       readings.get(target.name)?.push({
