@@ -17,7 +17,6 @@ import { createRollupBatch } from './rollup-batch.ts';
 import { prepareStatements } from './statements.ts';
 import { sqliteUsage } from './usage.ts';
 
-/** SQLite's result codes for a file it cannot lock, read or write now: storage trouble, not a bug. */
 /**
  * How often the background connection checkpoints the WAL after writes: this connection never does
  * (a checkpoint copies pages into the database file and syncs it, which in a commit here would
@@ -32,6 +31,7 @@ const EARLY_COMMIT: EarlyCommit = {
   now: () => performance.now(),
 };
 
+/** SQLite's result codes for a file it cannot lock, read or write now: storage trouble, not a bug. */
 const TROUBLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|PROTOCOL|NOTADB|CORRUPT)/;
 
 /** Storage trouble becomes the store's own error (503, docs/operating.md); anything else stays as it is. */
