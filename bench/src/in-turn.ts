@@ -90,7 +90,8 @@ export async function measureInTurn(
     await options.beforeRound?.();
     for (const target of rotated(targets, round + (options.firstRound ?? 0))) {
       const m = await measureLoad(target, options.connections, options.seconds);
-      if (m.errors > 0) throw new Error(`${m.errors} requests to ${target.name} failed in a round`);
+      if (m.errors > 0)
+        throw new Error(`${m.errors} requests to ${target.name} failed in a round (${m.failedAs})`);
       readings.get(target.name)?.push({
         rps: m.rps,
         cpu: m.cpuUsPerRequest,

@@ -207,6 +207,8 @@ export interface LoadResult {
   cpuUsPerRequest: number;
   requests: number;
   errors: number;
+  /** What the errors were, when there were any: "503 ×3", "timeouts 2", "socket errors 1". */
+  failedAs?: string;
   /**
    * How far the serving processes' resident set rose above where it stood when the load began
    * (the highest of samples taken every 100 ms), in bytes: what the requests in flight cost, held
@@ -277,7 +279,23 @@ function fire(
   return running as unknown as autocannon.Instance & PromiseLike<autocannon.Result>;
 }
 
-const failures = (result: autocannon.Result) => result.errors + result.timeouts + result.non2xx;
+/** autocannon counts a timeout among its errors as well as in `timeouts` (lib/run.js), so once here. */
+export const failuresOf = (result: autocannon.Result) => result.errors + result.non2xx;
+
+/** The failures of some results by kind: each status other than 2xx, timeouts, socket errors. */
+export function failedAs(results: autocannon.Result[]): string {
+  const kinds = new Map<string, number>();
+  const add = (kind: string, count: number) => {
+    if (count > 0) kinds.set(kind, (kinds.get(kind) ?? 0) + count);
+  };
+  for (const result of results) {
+    for (const [status, { count }] of Object.entries(result.statusCodeStats ?? {}))
+      if (!status.startsWith('2')) add(`${status} ×`, count ?? 0);
+    add('timeouts ', result.timeouts);
+    add('socket errors ', result.errors - result.timeouts);
+  }
+  return [...kinds].map(([kind, count]) => `${kind}${count}`).join(', ');
+}
 
 /**
  * Load `target` for `seconds` at `connections`: throughput, latency and CPU per request. With
@@ -323,7 +341,8 @@ export async function measureLoad(
     p99: Math.max(...results.map((r) => r.latency.p99)),
     cpuUsPerRequest: (cpuSeconds * 1e6) / Math.max(1, requests),
     requests,
-    errors: results.reduce((sum, r) => sum + failures(r), 0),
+    errors: results.reduce((sum, r) => sum + failuresOf(r), 0),
+    ...(results.some((r) => failuresOf(r) > 0) && { failedAs: failedAs(results) }),
     rssRise: rssPeak.reduce((sum, peak, i) => sum + Math.max(0, peak - (rssBefore[i] as number)), 0),
     ...(slow && { overOneSecond: slow.counted }),
   };
@@ -331,5 +350,5 @@ export async function measureLoad(
 
 /** Send `amount` requests at `connections`; returns how many failed. */
 export async function loadCount(target: Target, connections: number, amount: number): Promise<number> {
-  return failures(await fire(target, connections, { amount }));
+  return failuresOf(await fire(target, connections, { amount }));
 }
