@@ -218,8 +218,9 @@ async function main() {
     );
     // Images (docs/images.md): a gateway whose upstream takes them, sent one 1 MB JPEG a request as
     // multipart (REST's JSON keeps 32 KiB). Its own file, key and configuration. Each image counts
-    // five times its size against IMAGE_BYTES_IN_FLIGHT, so the default 256 MiB refuses (503) some
-    // of 64 at once where a slow machine lets them all in; the row measures serving them, not the cap.
+    // five times its size against IMAGE_BYTES_IN_FLIGHT: the default 256 MiB would refuse (503) some
+    // of 64 at once whenever more than about 51 are inside the gateway, as on a slow machine. The row
+    // measures serving them; the cap has its own bench (bench:images).
     const imagesConfig = join(dir, 'images.yaml');
     writeFileSync(imagesConfig, imagesGatewayConfig(upstream.url));
     const imagesKey = await createBenchKey(join(dir, 'images.db'));
