@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { codePointLength } from './limits.ts';
-import { isPlainObject } from './own-key-record.ts';
+import { anyJsonObject, isPlainObject } from './own-key-record.ts';
 
 /** What every question type builds on: bounded text, "content", probabilities. */
 
@@ -13,7 +13,7 @@ export function boundedText(min: number, max: number, what: string) {
     .meta({ minLength: min, maxLength: max });
 }
 
-export const JsonObject = z.record(z.string(), z.unknown());
+export const JsonObject = anyJsonObject();
 export const JsonArray = z.array(z.unknown());
 
 /** "Content" (docs/http-api.md#evaluate-post-v1systemone): a string, a JSON object or a JSON array. */

@@ -60,6 +60,19 @@ export function ownKeyRecord<Key extends z.ZodType<string>, Value extends z.ZodT
 
 const RECORD_SHAPES = new WeakMap<z.ZodType, z.ZodType>();
 
+/**
+ * A JSON object whose members may be anything (content: a state, instructions, a description),
+ * judged as the caller sent it. `z.record` would hand a refinement its copy, which leaves out an
+ * own `__proto__` key, so `{"__proto__": 1}` would read as empty; this looks at the caller's own
+ * object, and makes no copy. Documented as the record it stands for.
+ */
+export function anyJsonObject() {
+  const shape = z.record(z.string(), z.unknown());
+  const schema = z.custom<z.output<typeof shape>>(isPlainObject);
+  RECORD_SHAPES.set(schema, shape);
+  return schema;
+}
+
 /** For schema generators: the `z.record` a custom own-key record stands for, if `schema` is one. */
 export function recordShapeOf(schema: unknown): z.ZodType | undefined {
   return typeof schema === 'object' && schema !== null ? RECORD_SHAPES.get(schema as z.ZodType) : undefined;

@@ -346,6 +346,18 @@ describe('question IDs such as __proto__ are ordinary IDs', () => {
     expect(codeOf(withQuestions(nine))).toBe(40002);
   });
 
+  it('counts a __proto__ key of content as content: a noul whose instructions hold only that key', () => {
+    const body = JSON.parse(
+      `{"model":"${MODEL_ID}","state":{"__proto__":{"a":1}},"questions":{"q":{"type":"noul","instructions":{"__proto__":false}}}}`,
+    );
+    const parsed = parseEvaluationRequest(body);
+    expect(parsed.ok ? 'ok' : parsed.error.message).toBe('ok');
+    expect(parsed.ok && parsed.value).toBe(body);
+    expect(errorOf(withQuestion({ type: 'noul', instructions: {} })).issues).toEqual([
+      { path: ['questions', 'q', 'instructions'], message: 'must not be empty' },
+    ]);
+  });
+
   it('refuses __proto__ as an unknown top-level field', () => {
     const body = JSON.parse(
       `{"model":"${MODEL_ID}","state":"s","questions":{"q":{"type":"noul","instructions":"a"}},"__proto__":{}}`,
