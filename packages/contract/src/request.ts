@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { boundedText } from './content.ts';
+import { boundedText, JsonObject } from './content.ts';
 import { Assets } from './images.ts';
 import { LIMITS, MODEL_ID } from './limits.ts';
 import { ownKeyRecord } from './own-key-record.ts';
@@ -16,7 +16,7 @@ export const Model = z.literal(MODEL_ID, {
 });
 
 export const State = z
-  .union([z.string(), z.record(z.string(), z.unknown()), z.array(z.unknown())], {
+  .union([z.string(), JsonObject, z.array(z.unknown())], {
     error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string, an object or an array'),
   })
   .meta({ description: 'Decision context shared by every question.' });

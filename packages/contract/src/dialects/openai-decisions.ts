@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { boundedText } from '../content.ts';
+import { boundedText, JsonObject } from '../content.ts';
 import { IMAGE_DETAILS, IMAGE_LIMITS } from '../images.ts';
 import { LIMITS, MODEL_ID } from '../limits.ts';
 import { CHOICE_LIMITS } from '../question-types/choice.ts';
@@ -30,7 +30,6 @@ const InputText = z.strictObject({
   text: z.string(),
   prompt_cache_breakpoint: CacheBreakpoint,
 });
-const JsonObject = z.record(z.string(), z.unknown());
 const InputJson = z.strictObject({
   type: z.literal('input_json'),
   data: z.union([JsonObject, z.array(JsonObject)], { error: 'must be an object or an array of objects' }),
