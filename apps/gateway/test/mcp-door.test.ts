@@ -482,6 +482,25 @@ describe('Streamable HTTP’s own rules, judged by the door as the SDK’s trans
     }
   });
 
+  it('a decision takes the caller’s own arguments: a __proto__ field among them is refused as unknown, as REST refuses it', async () => {
+    const gw = await startGateway();
+    try {
+      const key = await gw.createKey({ credits: 10 });
+      const session = await openRaw(gw, key.key);
+      const decision = JSON.stringify({ state: STATE, questions: { refund: REFUND } });
+      const raw = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"decide","arguments":{"__proto__":{},${decision.slice(1)}}}`;
+      const answered = await post(gw.url, '/mcp', raw, session);
+      expect(answered.body.result.isError).toBe(true);
+      expect(answered.body.result.content[0].text.split('\n')[0]).toBe(
+        '40001 invalid_request: __proto__: is not a known field',
+      );
+      const plain = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"decide","arguments":${decision}}}`;
+      expect((await post(gw.url, '/mcp', plain, session)).body.result.isError).toBeUndefined();
+    } finally {
+      await gw.close();
+    }
+  });
+
   it('406 without both media types in Accept (and no session opens); 400 for a message that is not JSON-RPC, a second initialize, an unknown protocol version, a batch over 100', async () => {
     const gw = await startGateway({ mcpSessions: { max: 1 } });
     try {

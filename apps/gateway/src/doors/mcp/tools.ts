@@ -98,7 +98,13 @@ export function answerToolCall(deps: ToolDeps): DirectAnswer {
     const parsed = CallToolRequestSchema.safeParse(request);
     if (!parsed.success || parsed.data.params.task !== undefined) return undefined;
     const { id } = request;
-    return callTool(deps, parsed.data.params, extra.authInfo).then(
+    // The caller's own arguments: the schema's copy leaves out an own `__proto__` key, which the
+    // decision must see (and refuse as an unknown field, as REST does).
+    const params = {
+      ...parsed.data.params,
+      arguments: request.params?.arguments as CallToolRequest['params']['arguments'],
+    };
+    return callTool(deps, params, extra.authInfo).then(
       (result) => ({ jsonrpc: '2.0', id, result }),
       (error: unknown) => ({ jsonrpc: '2.0', id, error: jsonRpcError(error) }),
     );
