@@ -457,3 +457,46 @@ describe('DECISION_RETENTION_DAYS=0', () => {
     }
   });
 });
+
+describe('question IDs such as __proto__, from the decision to its outcomes', () => {
+  it('keeps a __proto__ question in the decision and takes its outcome, which calibration counts', async () => {
+    const gw = await startGateway({ adminToken: ADMIN_TOKEN });
+    try {
+      const { key } = await gw.createKey();
+      const decision = `{"model":"vendor/model-1.13","state":"Please refund the double charge.","questions":{
+        "__proto__":{"type":"noul","instructions":"Is this a refund request?"},
+        "constructor":{"type":"choice","criteria":{"billing":null,"technical":null}}}}`;
+      const sent = await post(gw.url, '/v1/systemone', decision, bearer(key));
+      expect(sent.status).toBe(200);
+      const requestId = sent.headers.get('x-request-id') as string;
+      const kept = await gw.store.findDecision(requestId);
+      expect(Object.keys(JSON.parse(kept?.questions as string))).toEqual(['__proto__', 'constructor']);
+
+      const alone = await post(
+        gw.url,
+        '/v1/outcomes',
+        `{"requestId":"${requestId}","outcomes":{"__proto__":true}}`,
+        bearer(key),
+      );
+      expect(alone.body.data).toEqual({ recorded: 1, replaced: 0 });
+      const both = await post(
+        gw.url,
+        '/v1/outcomes',
+        `{"requestId":"${requestId}","outcomes":{"__proto__":false,"constructor":"billing"}}`,
+        bearer(key),
+      );
+      expect(both.body.data).toEqual({ recorded: 2, replaced: 1 });
+
+      const calibration = await get(gw.url, '/admin/calibration', bearer(ADMIN_TOKEN));
+      const counted = (calibration.body.data.groups as { type: string; outcomes: number }[]).map(
+        ({ type, outcomes }) => [type, outcomes],
+      );
+      expect(counted.sort()).toEqual([
+        ['choice', 1],
+        ['noul', 1],
+      ]);
+    } finally {
+      await gw.close();
+    }
+  });
+});

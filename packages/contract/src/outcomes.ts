@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ownKeyRecord } from './own-key-record.ts';
 import { QUESTION_TYPES, Truth } from './question-types/index.ts';
 
 const QuestionType = z.enum(QUESTION_TYPES, { error: `must be ${QUESTION_TYPES.join(', ')}` });
@@ -18,11 +19,13 @@ export const RecordOutcomesBody = z
       .string({ error: 'must be the request id of a decision (req_…)' })
       .min(1, { error: 'must be the request id of a decision (req_…)' })
       .max(200, { error: 'must be at most 200 characters' }),
-    outcomes: z
-      .record(z.string(), Truth)
-      .refine((o) => Object.keys(o).length >= 1, { error: 'give 1 to 400 outcomes' })
-      .refine((o) => Object.keys(o).length <= MAX_OUTCOMES, { error: 'give 1 to 400 outcomes' })
-      .meta({ description: '{"<question ID>": truth, …}: 1 to 400 entries.' }),
+    // Keyed by question IDs, which may be any text, `__proto__` included.
+    outcomes: ownKeyRecord(
+      z.string(),
+      Truth,
+      { min: 1, max: MAX_OUTCOMES, tooFew: 'give 1 to 400 outcomes', tooMany: 'give 1 to 400 outcomes' },
+      '{"<question ID>": truth, …}: 1 to 400 entries.',
+    ),
   })
   .meta({ id: 'RecordOutcomesBody' });
 export type RecordOutcomesBody = z.infer<typeof RecordOutcomesBody>;

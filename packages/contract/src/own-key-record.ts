@@ -15,7 +15,7 @@ import { parseWorded } from './zod-issues.ts';
 export function ownKeyRecord<Key extends z.ZodType<string>, Value extends z.ZodType>(
   key: Key,
   value: Value,
-  size: { min: number; max: number; tooFew: string; tooMany: string },
+  size: { min: number; max?: number; tooFew: string; tooMany?: string },
   description?: string,
 ) {
   const shape = z.record(key, value);
@@ -29,7 +29,8 @@ export function ownKeyRecord<Key extends z.ZodType<string>, Value extends z.ZodT
     .superRefine((input, ctx) => {
       const keys = Object.keys(input);
       if (keys.length < size.min) ctx.addIssue({ code: 'custom', message: size.tooFew });
-      if (keys.length > size.max) ctx.addIssue({ code: 'custom', message: size.tooMany });
+      if (size.max !== undefined && keys.length > size.max)
+        ctx.addIssue({ code: 'custom', message: size.tooMany ?? `takes at most ${size.max}` });
       for (const k of keys) {
         const keyResult = parseWorded(key, k);
         if (!keyResult.success) {
@@ -52,7 +53,7 @@ export function ownKeyRecord<Key extends z.ZodType<string>, Value extends z.ZodT
   const documented = shape.meta({
     ...(description !== undefined && { description }),
     minProperties: size.min,
-    maxProperties: size.max,
+    ...(size.max !== undefined && { maxProperties: size.max }),
   });
   RECORD_SHAPES.set(described, documented);
   return described;
@@ -82,4 +83,14 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
   const proto = Object.getPrototypeOf(value);
   return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Sets `key` as an own member of `record`, `__proto__` included: assigning that one would set the
+ * prototype instead (or do nothing), and the member would be lost.
+ */
+export function setOwn<T>(record: Record<string, T>, key: string, value: T): void {
+  if (key === '__proto__')
+    Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
+  else record[key] = value;
 }

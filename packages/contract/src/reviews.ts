@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ownKeyRecord } from './own-key-record.ts';
 import { Answer, Truth } from './question-types/index.ts';
 import { Questions, State } from './request.ts';
 
@@ -64,9 +65,11 @@ export type ReviewQuery = z.infer<typeof ReviewQuery>;
 /** `POST /admin/reviews/{id}`: the truths of the item's questions, and who gave them. */
 export const SubmitReviewBody = z
   .strictObject({
-    outcomes: z
-      .record(z.string(), Truth)
-      .refine((o) => Object.keys(o).length >= 1, { error: 'give the truth of at least one question' }),
+    // Keyed by question IDs, which may be any text, `__proto__` included.
+    outcomes: ownKeyRecord(z.string(), Truth, {
+      min: 1,
+      tooFew: 'give the truth of at least one question',
+    }),
     reviewer: z
       .string({ error: 'is required: who reviewed, 1 to 100 characters' })
       .min(1, { error: 'must be 1 to 100 characters' })

@@ -1,10 +1,11 @@
-import type {
-  Answer,
-  DecisionImage,
-  EvaluationRequest,
-  KeptImage,
-  Question,
-  Truth,
+import {
+  type Answer,
+  type DecisionImage,
+  type EvaluationRequest,
+  type KeptImage,
+  type Question,
+  setOwn,
+  type Truth,
 } from '@decision-gateway/contract';
 import {
   behaviourOf,
@@ -69,7 +70,7 @@ export function keptQuestions(
     if (values) entry.values = [...values];
     const replaced = options.attribution?.replaced[id];
     if (replaced) entry.first = kept(question, replaced.answer, replaced.upstream);
-    result[id] = entry;
+    setOwn(result, id, entry);
   }
   return result;
 }
