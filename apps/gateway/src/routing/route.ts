@@ -3,6 +3,7 @@ import {
   type EvaluationRequest,
   failure,
   type GatewayFailure,
+  setOwn,
   type Usage,
   type UsageDetails,
 } from '@decision-gateway/contract';
@@ -170,8 +171,8 @@ function merge(result: Combined, later: UpstreamAnswers, name: string): void {
   for (const id of Object.keys(later.answers)) {
     const before = result.answers[id];
     if (before !== undefined && !Object.hasOwn(replaced, id))
-      replaced[id] = { upstream: answeredBy[id] as string, answer: before };
-    answeredBy[id] = name;
+      setOwn(replaced, id, { upstream: answeredBy[id] as string, answer: before });
+    setOwn(answeredBy, id, name);
   }
   result.answers = { ...result.answers, ...later.answers };
   // Still declined: what was declined and the later upstream did not answer.
