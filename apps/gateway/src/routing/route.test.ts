@@ -205,3 +205,35 @@ describe('a route: escalation', () => {
     expect(escalating.usageBound(request, 1)).toEqual(usage(900));
   });
 });
+
+describe('a route: question IDs such as __proto__', () => {
+  it('records who answered a declined __proto__ question as an own member of the attribution', async () => {
+    const questions = JSON.parse(
+      '{"team":{"type":"choice","criteria":{"billing":"money","tech":"bugs"}},"__proto__":{"type":"noul","instructions":"a refund?"}}',
+    );
+    const declining = scripted('local', () => ({
+      ok: true,
+      answers: JSON.parse(`{"team":${JSON.stringify(sure.team)},"__proto__":{"type":"refusal"}}`),
+      usage: usage(5),
+    }));
+    const local = {
+      ...declining,
+      member: { upstream: { ...declining.upstream, refuses: true }, timeoutMs: 1000 },
+    };
+    const hosted = scripted('hosted', () => ({
+      ok: true,
+      answers: JSON.parse('{"__proto__":{"type":"noul","noul":0.9}}'),
+      usage: usage(4),
+    }));
+    const route = createRoute(spec({ members: [local.member, hosted.member] }), { logger });
+    const outcome = await route.answer({ ...call(), request: { ...request, questions } });
+    if (!outcome.ok) throw new Error(outcome.failure.message);
+    expect(outcome.upstream).toBe('local+hosted');
+    const answeredBy = outcome.attribution?.answeredBy ?? {};
+    expect(Object.getPrototypeOf(answeredBy)).toBe(Object.prototype);
+    expect(Object.entries(answeredBy)).toEqual([
+      ['team', 'local'],
+      ['__proto__', 'hosted'],
+    ]);
+  });
+});
