@@ -113,6 +113,19 @@ describe('the Gemini door, through the official @google/genai SDK', () => {
     expect(v1.answers?.refund?.type).toBe('noul');
   });
 
+  it('answers question IDs such as __proto__ and constructor as any other', async () => {
+    const raw = `{"model":"vendor/model-1.13","input":${JSON.stringify(INPUT)},"questions":{
+      "__proto__":{"type":"noul","instructions":"The customer asks for a refund."},
+      "constructor":{"type":"choice","instructions":"Which team?","criteria":{"billing":"payments","technical":"bugs"}}}}`;
+    const sent = await post(gw.url, '/gemini/v1beta/decisions', raw, { 'x-goog-api-key': key.key });
+    expect(sent.status).toBe(200);
+    expect(Object.keys(sent.body.answers)).toEqual(['__proto__', 'constructor']);
+    expect(Object.getOwnPropertyDescriptor(sent.body.answers, '__proto__')?.value).toMatchObject({
+      type: 'noul',
+    });
+    expect(sent.body.answers.constructor).toMatchObject({ type: 'choice' });
+  });
+
   it('takes 1000 questions and input as contents; refuses none and 1001 (40002)', async () => {
     const many = (n: number) =>
       Object.fromEntries(

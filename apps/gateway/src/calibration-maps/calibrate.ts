@@ -1,4 +1,4 @@
-import type { Answer, Question } from '@decision-gateway/contract';
+import { type Answer, type Question, setOwn } from '@decision-gateway/contract';
 import { type ActiveMap, calibrateAnswer, isCalibrated } from './apply.ts';
 
 /** Where a route finds the active map of an upstream and a question type (the maps service). */
@@ -35,7 +35,7 @@ export function calibrated(
       given = calibrateAnswer(question, answer, map.params);
       RAW.set(given, { raw: answer, map: map.id });
     }
-    Object.defineProperty(result, id, { value: given, enumerable: true, writable: true, configurable: true });
+    setOwn(result, id, given);
   }
   return result;
 }

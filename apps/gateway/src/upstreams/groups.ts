@@ -1,4 +1,4 @@
-import type { Usage } from '@decision-gateway/contract';
+import { setOwn, type Usage } from '@decision-gateway/contract';
 import {
   checkUsage,
   MAX_TOKEN_COUNT,
@@ -55,13 +55,7 @@ async function inGroups(
     if (typeof raw === 'object' && raw !== null) {
       // Only the group's own questions, each as an own property ("__proto__" included).
       for (const id of Object.keys(groups[i]?.request.questions ?? {}))
-        if (Object.hasOwn(raw, id))
-          Object.defineProperty(answers, id, {
-            value: (raw as Record<string, unknown>)[id],
-            enumerable: true,
-            writable: true,
-            configurable: true,
-          });
+        if (Object.hasOwn(raw, id)) setOwn(answers, id, (raw as Record<string, unknown>)[id]);
     }
     if (outcome.labelMass !== undefined) labelMass = Math.min(labelMass ?? 1, outcome.labelMass);
     blocked ??= outcome.blocked;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { DecisionImage } from '@decision-gateway/contract';
+import { type DecisionImage, setOwn } from '@decision-gateway/contract';
 
 /** Stands for a `Base64Text` in the JSON text while `jsonBody` makes a body; no caller can guess it. */
 const MARK = `dg-base64-${randomUUID()}`;
@@ -56,14 +56,8 @@ function spliced(value: unknown, base64s: ReadonlySet<string>): unknown {
   if (Array.isArray(value)) return value.map((item) => spliced(item, base64s));
   if (typeof value !== 'object' || value === null) return value;
   const copy: Record<string, unknown> = {};
-  // defineProperty: a caller's "__proto__" stays a member, as JSON.parse made it.
-  for (const [key, member] of Object.entries(value))
-    Object.defineProperty(copy, key, {
-      value: spliced(member, base64s),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+  // setOwn: a caller's "__proto__" stays a member, as JSON.parse made it.
+  for (const [key, member] of Object.entries(value)) setOwn(copy, key, spliced(member, base64s));
   return copy;
 }
 

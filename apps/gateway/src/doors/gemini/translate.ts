@@ -23,6 +23,7 @@ import {
   type Parsed,
   parseWorded,
   SCORE_LIMITS,
+  setOwn,
   summarizeIssues,
   toIssues,
   type UsageDetails,
@@ -192,12 +193,7 @@ function toGatewayRequest(body: GeminiDecisionRequest, images: ImageSource[]): T
   const questions: Record<string, unknown> = {};
   // An ID such as `__proto__` is data here, as in the caller's JSON.
   for (const id of Object.keys(body.questions))
-    Object.defineProperty(questions, id, {
-      value: questionOf(body.questions[id] as GeminiQuestion),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    setOwn(questions, id, questionOf(body.questions[id] as GeminiQuestion));
   const request = { model: MODEL_ID, state: stateOf(body.input), questions } as unknown as EvaluationRequest;
   return {
     request,
@@ -240,7 +236,7 @@ export function geminiAnswers(
         confidence: topProbability(answer.probabilities),
       };
     if (given === undefined) throw new Error(`no answer of its type for question ${JSON.stringify(id)}`);
-    Object.defineProperty(out, id, { value: given, enumerable: true, writable: true, configurable: true });
+    setOwn(out, id, given);
   }
   return out;
 }

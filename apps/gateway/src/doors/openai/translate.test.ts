@@ -26,3 +26,23 @@ describe('parseOpenAiDecisionRequest: input_json data', () => {
     expect(parsed.error.issues?.[0]?.path[0]).toBe('input');
   });
 });
+
+describe('parseOpenAiDecisionRequest: question names', () => {
+  it('takes a question named __proto__ as an own question of the gateway’s request', () => {
+    const parsed = parseOpenAiDecisionRequest(
+      JSON.parse(`{
+        "model": "vendor/model-1.13",
+        "input": "Please refund the double charge.",
+        "questions": [
+          { "type": "predicate", "name": "__proto__", "instructions": "Is this a refund request?" },
+          { "type": "predicate", "name": "constructor", "instructions": "Is it urgent?" }
+        ]
+      }`),
+    );
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    const { questions } = parsed.value.request;
+    expect(Object.keys(questions)).toEqual(['__proto__', 'constructor']);
+    expect(Object.getPrototypeOf(questions)).toBe(Object.prototype);
+    expect(Object.getOwnPropertyDescriptor(questions, '__proto__')?.value).toMatchObject({ type: 'noul' });
+  });
+});

@@ -19,6 +19,7 @@ import {
   type Parsed,
   parseWorded,
   questionIdOf,
+  setOwn,
   summarizeIssues,
   toIssues,
   type UsageDetails,
@@ -253,12 +254,7 @@ function toGatewayRequest(body: OpenAiDecisionRequest, images: ImageSource[]): T
                 level.description === undefined ? level.label : `${level.label}: ${level.description}`,
               ),
             };
-    Object.defineProperty(questions, id, {
-      value: own,
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    setOwn(questions, id, own);
   });
   const request = { model: MODEL_ID, state, questions } as unknown as EvaluationRequest;
   return {

@@ -6,6 +6,7 @@ import {
   isPlainObject,
   mimeTypeOf,
   type Question,
+  setOwn,
   unreachable,
 } from '@decision-gateway/contract';
 import { choiceLabels } from '@decision-gateway/questions';
@@ -103,12 +104,11 @@ export function decisionBody(
 ) {
   const questions: Record<string, unknown> = {};
   for (const id of Object.keys(request.questions))
-    Object.defineProperty(questions, id, {
-      value: original ? original.body.questions[id] : questionOf(request.questions[id] as Question),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    setOwn(
+      questions,
+      id,
+      original ? original.body.questions[id] : questionOf(request.questions[id] as Question),
+    );
   return { model, input: original ? original.body.input : inputOf(request.state, images), questions };
 }
 
@@ -144,7 +144,7 @@ export function readDecision(body: unknown, request: EvaluationRequest): Read {
     const raw = given[id];
     if (!isPlainObject(raw)) return { ok: false, reason: `answers.${id}: not an object` };
     const { confidence: _google, legend: _legend, ...ours } = raw;
-    Object.defineProperty(answers, id, { value: ours, enumerable: true, writable: true, configurable: true });
+    setOwn(answers, id, ours);
   }
   return { ok: true, answers, usage };
 }

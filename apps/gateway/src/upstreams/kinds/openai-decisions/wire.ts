@@ -9,6 +9,7 @@ import {
   type OpenAiQuestion,
   type Question,
   type QuestionOf,
+  setOwn,
   type UsageDetails,
   unreachable,
 } from '@decision-gateway/contract';
@@ -207,12 +208,7 @@ export function readDecision(
     if (Object.hasOwn(answers, id)) return { ok: false, reason: `answers[${i}]: "${id}" answered twice` };
     const answer = answerOf(raw, request.questions[id] as Question);
     if (typeof answer === 'string') return { ok: false, reason: `answers[${i}]${answer}` };
-    Object.defineProperty(answers, id, {
-      value: answer,
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    setOwn(answers, id, answer);
   }
   const usage = isPlainObject(body.usage) ? body.usage : undefined;
   const details = usage ? detailsOf(usage) : undefined;
@@ -249,12 +245,7 @@ function distributionAnswerOf(
     if (!isPlainObject(pair)) return '.probabilities: an entry is not an object';
     const key = String(pair.value);
     if (Object.hasOwn(probabilities, key)) return `.probabilities: ${JSON.stringify(pair.value)} twice`;
-    Object.defineProperty(probabilities, key, {
-      value: pair.probability,
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    setOwn(probabilities, key, pair.probability);
   }
   return question.type === 'choice'
     ? {
