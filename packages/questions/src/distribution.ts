@@ -2,7 +2,7 @@
  * From a probability distribution to an answer (docs/http-api.md#answers). Pure arithmetic, no I/O: the lexical
  * baseline, the OpenAI-compatible upstream and the answer checks all share these formulas.
  */
-import { SCORE_LIMITS } from '@decision-gateway/contract';
+import { SCORE_LIMITS, setOwn } from '@decision-gateway/contract';
 
 /** Weights → probabilities summing to 1. Non-finite, negative or all-zero weights give uniform. */
 export function normalize(weights: readonly number[]): number[] {
@@ -77,21 +77,11 @@ export function probability(p: number): string {
 /**
  * `{[keys[i]]: values[i]}`, written key by key: every checked answer builds its probabilities this
  * way, and `Object.fromEntries` over mapped pairs made an array per key first. A label such as
- * "__proto__" stays an ordinary own key, as with `fromEntries` (assigning it would set the prototype).
+ * "__proto__" stays an ordinary own key, as with `fromEntries` (`setOwn`).
  */
 export function keyed<T>(keys: readonly string[], values: readonly T[]): Record<string, T> {
   const out: Record<string, T> = {};
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i] as string;
-    if (key === '__proto__')
-      Object.defineProperty(out, key, {
-        value: values[i],
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    else out[key] = values[i] as T;
-  }
+  for (let i = 0; i < keys.length; i++) setOwn(out, keys[i] as string, values[i] as T);
   return out;
 }
 

@@ -1,4 +1,4 @@
-import type { BudgetMode, BudgetWindow } from '@decision-gateway/contract';
+import { type BudgetMode, type BudgetWindow, setOwn } from '@decision-gateway/contract';
 import type { RollupSpan, RollupSums } from './rollups.ts';
 
 /**
@@ -455,12 +455,7 @@ export function groupJudged(
       };
       decisions.push(last);
     }
-    Object.defineProperty(last.outcomes, row.question_id, {
-      value: row.truth,
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    setOwn(last.outcomes, row.question_id, row.truth);
     if (row.source === 'review') last.reviewed.push(row.question_id);
   }
   return decisions;
