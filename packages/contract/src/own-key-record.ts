@@ -30,7 +30,7 @@ export function ownKeyRecord<Key extends z.ZodType<string>, Value extends z.ZodT
       const keys = Object.keys(input);
       if (keys.length < size.min) ctx.addIssue({ code: 'custom', message: size.tooFew });
       if (size.max !== undefined && keys.length > size.max)
-        ctx.addIssue({ code: 'custom', message: size.tooMany ?? `takes at most ${size.max}` });
+        ctx.addIssue({ code: 'custom', message: size.tooMany });
       for (const k of keys) {
         const keyResult = parseWorded(key, k);
         if (!keyResult.success) {
