@@ -23,7 +23,7 @@ import {
   restTarget,
   type Target,
 } from './load.ts';
-import { pinServers, type Running, repoRoot, startProcess } from './processes.ts';
+import { checkout, pinServers, type Running, repoRoot, startProcess } from './processes.ts';
 
 /**
  * Fresh processes per trial: one Node process of the same code settles at its own speed (V8's
@@ -65,17 +65,6 @@ const doorName = process.env.BENCH_COMPARE_DOOR ?? 'rest';
 if (!Object.hasOwn(DOORS, doorName))
   throw new Error(`BENCH_COMPARE_DOOR: one of ${Object.keys(DOORS).join(', ')}, not ${doorName}`);
 const DOOR = DOORS[doorName] as (typeof DOORS)[string];
-
-/** A checkout of `ref` in a temporary worktree, installed as a newcomer would (offline if it can). */
-function checkout(ref: string, dir: string): void {
-  execFileSync('git', ['worktree', 'add', '--detach', dir, ref], { cwd: repoRoot, stdio: 'inherit' });
-  const offline = spawnSync('pnpm', ['install', '--frozen-lockfile', '--offline'], {
-    cwd: dir,
-    stdio: 'ignore',
-  });
-  if (offline.status !== 0)
-    execFileSync('pnpm', ['install', '--frozen-lockfile'], { cwd: dir, stdio: 'inherit' });
-}
 
 /**
  * BENCH_COMPARE_STORE=postgres: each gateway on a PostgreSQL database of its own with Redis rate

@@ -25,6 +25,17 @@ export function gatewayNodeFlags(checkout: string = repoRoot): string[] {
   return flags?.trim().split(/\s+/).filter(Boolean) ?? [];
 }
 
+/** A checkout of `ref` in a temporary worktree, installed as a newcomer would (offline if it can). */
+export function checkout(ref: string, dir: string): void {
+  execFileSync('git', ['worktree', 'add', '--detach', dir, ref], { cwd: repoRoot, stdio: 'inherit' });
+  const offline = spawnSync('pnpm', ['install', '--frozen-lockfile', '--offline'], {
+    cwd: dir,
+    stdio: 'ignore',
+  });
+  if (offline.status !== 0)
+    execFileSync('pnpm', ['install', '--frozen-lockfile'], { cwd: dir, stdio: 'inherit' });
+}
+
 /** CPU time (user + system) process `pid` has used so far, in seconds (Linux /proc). */
 export function cpuSecondsOfPid(pid: number | string): number {
   // Fields 14 and 15 of /proc/<pid>/stat (utime, stime), counted after the command name.
