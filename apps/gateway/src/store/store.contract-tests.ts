@@ -337,6 +337,20 @@ export function storeContract(name: string, open: () => Promise<StoreFixture>) {
         expect(await store.ledgerBalance(key.id)).toBe(500 * MICRO - 720_000);
       }));
 
+    it('a hold of 0 credits is a hold: its settle debits 0, once', () =>
+      withStore(async ({ store }) => {
+        const key = newKey({ creditsMicro: 5 * MICRO });
+        await store.createKey(key);
+        const now = Date.now();
+        const hold = await store.reserve(key.id, 'free', 0, now, 0);
+        if (!hold.ok || hold.reservationId === null) throw new Error('expected a hold');
+        expect(await store.settle(hold.reservationId, usageEntry(key.id, 'free', MICRO), 0)).toBe(0);
+        // Asked again (a retry after a lost answer): the first debit stands.
+        expect(await store.settle(hold.reservationId, usageEntry(key.id, 'free', MICRO), 0)).toBe(0);
+        expect((await store.getKey(key.id))?.creditsMicro).toBe(5 * MICRO);
+        expect((await store.usage(key.id, 5)).recent.map((record) => record.creditsMicro)).toEqual([0]);
+      }));
+
     it('a settle takes no more than the balance covers beside the other live holds, its own not counted', () =>
       withStore(async ({ store }) => {
         const key = newKey({ creditsMicro: 10 * MICRO });

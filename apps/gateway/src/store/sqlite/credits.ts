@@ -2,6 +2,7 @@ import { toUsage } from '../rows.ts';
 import type { BudgetEvent, KeptDecision, ReserveResult, Store, UsageEntry } from '../store.ts';
 import type { SqliteBudgets } from './budgets.ts';
 import type { SqliteParts } from './parts.ts';
+import type { BalanceValues } from './statements.ts';
 
 type CreditMethods = Pick<Store, 'reserve' | 'settle' | 'release' | 'ledgerBalance'>;
 
@@ -20,6 +21,10 @@ export function sqliteCredits(
    * batch is rolled back and replayed, its sweep may be skipped: the next one catches up.)
    */
   let lastSweep = 0;
+
+  /** The key as it stands, with what its live holds hold (statements.ts `balance`); undefined if unknown. */
+  const balanceOf = (keyId: string, since: number): BalanceValues | undefined =>
+    sql.balance.get(keyId, since, keyId, since, keyId);
 
   /** What a capped token can still spend beside its live reservations; undefined when uncapped. */
   const tokenAvailable = (tokenId: string | null | undefined, since: number): number | undefined => {
@@ -41,12 +46,12 @@ export function sqliteCredits(
       sql.dropStale.run(staleBefore);
       lastSweep = at;
     }
-    const row = sql.balance.get({ keyId, since: staleBefore });
+    const row = balanceOf(keyId, staleBefore);
     // The key as it stands now: authentication may have read it from a cache (docs/http-api.md#keys).
     if (!row) return { ok: false, code: 'key_refused', reason: 'unknown' };
-    if (row.revokedAt !== null) return { ok: false, code: 'key_refused', reason: 'revoked' };
-    if (row.expiresAt !== null && row.expiresAt <= at)
-      return { ok: false, code: 'key_refused', reason: 'expired' };
+    const [credits, revokedAt, expiresAt, projectId, reserved, budgetCount] = row;
+    if (revokedAt !== null) return { ok: false, code: 'key_refused', reason: 'revoked' };
+    if (expiresAt !== null && expiresAt <= at) return { ok: false, code: 'key_refused', reason: 'expired' };
     // What a capped token can still spend beside its live reservations; undefined when uncapped.
     let tokenLeft: number | undefined;
     if (tokenId !== null) {
@@ -55,14 +60,14 @@ export function sqliteCredits(
       if (token.cap !== null) tokenLeft = token.cap - token.spent - token.held;
     }
     // Budgets need a hold even on an unlimited key: it is what the next request's check counts.
-    if (row.credits === null && tokenLeft === undefined && row.budgets === 0)
+    if (credits === null && tokenLeft === undefined && budgetCount === 0)
       return { ok: true, reservationId: null };
-    const keyLeft = row.credits === null ? Number.MAX_SAFE_INTEGER : row.credits - row.reserved;
+    const keyLeft = credits === null ? Number.MAX_SAFE_INTEGER : credits - reserved;
     const available = Math.min(keyLeft, tokenLeft ?? Number.MAX_SAFE_INTEGER);
     // Then the budgets (docs/budgets.md: 40202 after 40200), in the same write.
     const exceeded =
-      available >= amount && row.budgets > 0
-        ? budgets.refusal(keyId, row.projectId, amount, at, staleBefore, row.reserved)
+      available >= amount && budgetCount > 0
+        ? budgets.refusal(keyId, projectId, amount, at, staleBefore, reserved)
         : [];
     if (available >= amount && exceeded.length === 0) {
       const inserted = sql.insertReservation.run(keyId, requestId, amount, at, tokenId);
@@ -121,7 +126,7 @@ export function sqliteCredits(
     const held =
       reservationId === null ? undefined : sql.deleteReservation.get(Number(reservationId), entry.requestId);
     // Never more than was reserved (docs/http-api.md#credits).
-    if (held) debit = Math.min(debit, held.amount);
+    if (held !== undefined) debit = Math.min(debit, held);
     else {
       // No hold (an unlimited key, a retried call, a hold swept as stale): settled already, the
       // first debit stands and nothing is written twice.
@@ -130,24 +135,25 @@ export function sqliteCredits(
     }
     // Live reservations of other requests count against the cap; stale ones (left by a crashed
     // process) count nowhere, even before the sweep removes them (docs/http-api.md#credits).
-    const row = sql.balance.get({ keyId: entry.keyId, since: staleBefore });
+    const [credits = null, , , projectId = null, reserved = 0, budgetCount = 0] =
+      balanceOf(entry.keyId, staleBefore) ?? [];
     // A capped token never spends past its cap, beside its other live reservations (docs/browsers.md).
     const tokenLeft = tokenAvailable(entry.tokenId, staleBefore);
     if (tokenLeft !== undefined) debit = Math.min(debit, Math.max(0, tokenLeft));
     // Never more than the key can still cover beside its other in-flight reservations.
-    if (row && row.credits !== null) debit = Math.min(debit, Math.max(0, row.credits - row.reserved));
+    if (credits !== null) debit = Math.min(debit, Math.max(0, credits - reserved));
     // Nor than any hard budget can still take; every budget's window counts the debit.
     let events: BudgetEvent[] = [];
-    if (row && row.budgets > 0)
+    if (budgetCount > 0)
       ({ debit, events } = budgets.settleDebit(
         entry.keyId,
-        row.projectId,
+        projectId,
         debit,
         entry.at,
         staleBefore,
-        row.reserved,
+        reserved,
       ));
-    if (row && row.credits !== null) sql.debitAndTouch.run(debit, entry.at, entry.keyId);
+    if (credits !== null) sql.debitAndTouch.run(debit, entry.at, entry.keyId);
     else sql.touch.run(entry.at, entry.keyId);
     insertUsage(entry, debit);
     keepDecision(entry, decision);
@@ -158,7 +164,7 @@ export function sqliteCredits(
     // A hold still there means nothing was recorded for the request yet.
     const held =
       reservationId === null ? undefined : sql.deleteReservation.get(Number(reservationId), entry.requestId);
-    if (!held) {
+    if (held === undefined) {
       const recorded = sql.recordedDebit.get(entry.requestId, entry.keyId);
       if (recorded) {
         // Settled, yet its caller was answered a failure: a failed request is never charged.

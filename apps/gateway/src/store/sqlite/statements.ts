@@ -17,6 +17,19 @@ type WindowStarts = Record<'minute' | 'hour' | 'day' | 'week' | 'month', number>
 const START_OF_PERIOD =
   "CASE period WHEN 'minute' THEN @minute WHEN 'hour' THEN @hour WHEN 'day' THEN @day WHEN 'week' THEN @week ELSE @month END";
 
+/**
+ * A key as reserve and settle read it (`balance`), in column order. Read as an array: better-sqlite3
+ * makes a row object by adding each column under a name it looks up anew, twice a request here.
+ */
+export type BalanceValues = [
+  credits: number | null,
+  revokedAt: number | null,
+  expiresAt: number | null,
+  projectId: string | null,
+  reserved: number,
+  budgets: number,
+];
+
 /** Every statement the SQLite store runs on the serving thread, prepared once when it opens. */
 export function prepareStatements(db: Database.Database) {
   return {
@@ -55,25 +68,17 @@ export function prepareStatements(db: Database.Database) {
      * oldest hold is stale (left by a crashed process), when the live ones are summed from the
      * covering index as the sweep has yet to remove it.
      */
-    balance: db.prepare<
-      { keyId: string; since: number },
-      {
-        credits: number | null;
-        reserved: number;
-        revokedAt: number | null;
-        expiresAt: number | null;
-        projectId: string | null;
-        budgets: number;
-      }
-    >(
-      `SELECT credits_micro AS credits, revoked_at AS revokedAt, expires_at AS expiresAt, project_id AS projectId,
-            CASE WHEN (SELECT MIN(created_at) FROM reservations WHERE key_id = @keyId) < @since
-              THEN (SELECT COALESCE(SUM(amount_micro), 0) FROM reservations
-                    WHERE key_id = @keyId AND created_at >= @since)
-              ELSE reserved_micro END AS reserved,
-            (SELECT COUNT(*) FROM budgets WHERE holder = @keyId OR holder = api_keys.project_id) AS budgets
-     FROM api_keys WHERE id = @keyId`,
-    ),
+    balance: db
+      .prepare<[keyId: string, since: number, keyId: string, since: number, keyId: string], BalanceValues>(
+        `SELECT credits_micro, revoked_at, expires_at, project_id,
+              CASE WHEN (SELECT MIN(created_at) FROM reservations WHERE key_id = ?) < ?
+                THEN (SELECT COALESCE(SUM(amount_micro), 0) FROM reservations
+                      WHERE key_id = ? AND created_at >= ?)
+                ELSE reserved_micro END,
+              (SELECT COUNT(*) FROM budgets WHERE holder = api_keys.id OR holder = api_keys.project_id)
+       FROM api_keys WHERE id = ?`,
+      )
+      .raw(true),
     /** One hold per request (a unique index): a retried reserve inserts nothing and finds its hold. */
     insertReservation: db.prepare<[string, string, number, number, string | null]>(
       `INSERT INTO reservations (key_id, request_id, amount_micro, created_at, token_id) VALUES (?, ?, ?, ?, ?)
@@ -102,9 +107,11 @@ export function prepareStatements(db: Database.Database) {
     ),
     // Row ids are reused once deleted: the request id makes sure it is still this request's
     // reservation, not a newer one that took the id after a sweep released this one as stale.
-    deleteReservation: db.prepare<[number, string], { amount: number }>(
-      'DELETE FROM reservations WHERE id = ? AND request_id = ? RETURNING amount_micro AS amount',
-    ),
+    deleteReservation: db
+      .prepare<[number, string], number>(
+        'DELETE FROM reservations WHERE id = ? AND request_id = ? RETURNING amount_micro',
+      )
+      .pluck(),
     /** Idempotency: a request already holding a reservation, or already recorded. */
     recordedDebit: db.prepare<[string, string], UsageRow & { id: number; debit: number }>(
       'SELECT *, credits_micro AS debit FROM usage_records WHERE request_id = ? AND key_id = ?',
