@@ -19,7 +19,7 @@ const BLOCKS = 3;
 /** Pairs of processes, one of each store, taking turns. */
 const PAIRS = Number(process.env.BENCH_STORE_PAIRS ?? 7);
 const STALE_MS = 600_000;
-/** A decision as the gateway keeps one for three questions (`outcomes/decision-record.ts`). */
+/** A kept decision's JSON, about the size the gateway writes for three questions (`outcomes/decision-record.ts`). */
 const QUESTIONS = JSON.stringify({
   team: { type: 'choice', upstream: 'systemone', probabilities: { billing: 0.8, technical: 0.2 } },
   urgency: { type: 'score', upstream: 'systemone', probabilities: [0.1, 0.3, 0.6], levels: 3 },
@@ -41,7 +41,7 @@ async function measure(checkoutDir: string, file: string): Promise<number> {
     route: null,
     createdAt: Date.now(),
     expiresAt: null,
-  } as Parameters<Store['createKey']>[0]);
+  });
   let requests = 0;
   const request = async () => {
     const requestId = `req_${++requests}`;
